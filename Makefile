@@ -1,0 +1,32 @@
+# superagent — common tasks. `make help` lists them.
+GO        ?= go
+BIN       ?= bin/superagent
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+# The PostgreSQL half of the test suite runs when this is set.
+SUPERAGENT_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+export SUPERAGENT_TEST_DATABASE_URL
+
+.PHONY: help run build test test-sqlite lint bench
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+run: ## run the service on the embedded SQLite default (./data)
+	$(GO) run ./cmd/superagent serve
+
+build: ## build a static binary into bin/
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/superagent
+
+test: ## run every test on SQLite and PostgreSQL
+	$(GO) test -count=1 ./...
+
+test-sqlite: ## run the tests without PostgreSQL
+	SUPERAGENT_TEST_DATABASE_URL= $(GO) test -count=1 ./...
+
+lint: ## vet and golangci-lint
+	$(GO) vet ./...
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
+
+bench: ## measured figures, with ratios against baselines taken in the same run
+	$(GO) run ./internal/bench

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/superagent-dev/superagent/internal/db"
+)
+
+// config is everything the service reads from its environment. Only this
+// package reads the environment; the parts receive their own Config structs.
+type config struct {
+	Addr        string
+	DataDir     string
+	DatabaseURL string
+	AdminToken  string
+
+	GitHubAppID         int64
+	GitHubPrivateKeyPEM []byte
+	GitHubWebhookSecret string
+	GitHubAPIURL        string
+
+	FeishuAppID             string
+	FeishuAppSecret         string
+	FeishuVerificationToken string
+	FeishuEncryptKey        string
+	FeishuBaseURL           string
+	FeishuMode              string
+
+	ModelBaseURL string
+	ModelAPIKey  string
+	Model        string
+	RouterModel  string
+
+	LogLevel        slog.Level
+	ShutdownTimeout time.Duration
+	RescueAfter     time.Duration
+}
+
+// settingError is a bad configuration value: it prints as one line naming
+// the setting and the problem.
+type settingError struct {
+	Name, Problem string
+}
+
+func (e *settingError) Error() string { return e.Name + ": " + e.Problem }
+
+// loadConfig reads and validates the configuration through getenv.
+func loadConfig(getenv func(string) string) (*config, error) {
+	c := &config{
+		Addr:                    or(getenv("SUPERAGENT_ADDR"), ":8080"),
+		DataDir:                 or(getenv("SUPERAGENT_DATA_DIR"), "./data"),
+		DatabaseURL:             getenv("SUPERAGENT_DATABASE_URL"),
+		AdminToken:              getenv("SUPERAGENT_ADMIN_TOKEN"),
+		GitHubWebhookSecret:     getenv("SUPERAGENT_GITHUB_WEBHOOK_SECRET"),
+		GitHubAPIURL:            getenv("SUPERAGENT_GITHUB_API_URL"),
+		FeishuAppID:             getenv("SUPERAGENT_FEISHU_APP_ID"),
+		FeishuAppSecret:         getenv("SUPERAGENT_FEISHU_APP_SECRET"),
+		FeishuVerificationToken: getenv("SUPERAGENT_FEISHU_VERIFICATION_TOKEN"),
+		FeishuEncryptKey:        getenv("SUPERAGENT_FEISHU_ENCRYPT_KEY"),
+		FeishuBaseURL:           getenv("SUPERAGENT_FEISHU_BASE_URL"),
+		FeishuMode:              or(getenv("SUPERAGENT_FEISHU_MODE"), "webhook"),
+		ModelBaseURL:            getenv("SUPERAGENT_MODEL_BASE_URL"),
+		ModelAPIKey:             getenv("SUPERAGENT_MODEL_API_KEY"),
+		Model:                   getenv("SUPERAGENT_MODEL"),
+		RouterModel:             getenv("SUPERAGENT_ROUTER_MODEL"),
+	}
+	if c.RouterModel == "" {
+		c.RouterModel = c.Model
+	}
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = db.DefaultURL(c.DataDir)
+	}
+
+	checks := []func() error{
+		func() error { return checkAddr("SUPERAGENT_ADDR", c.Addr) },
+		func() error { return checkDatabaseURL("SUPERAGENT_DATABASE_URL", c.DatabaseURL) },
+		func() error {
+			if c.AdminToken != "" && len(c.AdminToken) < 16 {
+				return &settingError{"SUPERAGENT_ADMIN_TOKEN", "must be at least 16 characters (or unset, to generate one)"}
+			}
+			return nil
+		},
+		func() (err error) {
+			c.GitHubAppID, err = parseAppID("SUPERAGENT_GITHUB_APP_ID", getenv("SUPERAGENT_GITHUB_APP_ID"))
+			return err
+		},
+		func() (err error) {
+			c.GitHubPrivateKeyPEM, err = loadPrivateKey("SUPERAGENT_GITHUB_PRIVATE_KEY", getenv("SUPERAGENT_GITHUB_PRIVATE_KEY"))
+			return err
+		},
+		func() error { return checkBaseURL("SUPERAGENT_GITHUB_API_URL", c.GitHubAPIURL) },
+		func() error { return checkBaseURL("SUPERAGENT_FEISHU_BASE_URL", c.FeishuBaseURL) },
+		func() error { return checkBaseURL("SUPERAGENT_MODEL_BASE_URL", c.ModelBaseURL) },
+		func() error {
+			if c.FeishuMode != "webhook" && c.FeishuMode != "longconn" {
+				return &settingError{"SUPERAGENT_FEISHU_MODE", fmt.Sprintf("must be webhook or longconn, got %q", c.FeishuMode)}
+			}
+			return nil
+		},
+		func() (err error) {
+			c.LogLevel, err = parseLevel("SUPERAGENT_LOG_LEVEL", getenv("SUPERAGENT_LOG_LEVEL"))
+			return err
+		},
+		func() (err error) {
+			c.ShutdownTimeout, err = parseDuration("SUPERAGENT_SHUTDOWN_TIMEOUT", getenv("SUPERAGENT_SHUTDOWN_TIMEOUT"), 30*time.Second)
+			return err
+		},
+		func() (err error) {
+			c.RescueAfter, err = parseDuration("SUPERAGENT_JOB_RESCUE_AFTER", getenv("SUPERAGENT_JOB_RESCUE_AFTER"), time.Hour)
+			return err
+		},
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// secrets lists every secret value the process holds, for scrubbing.
+func (c *config) secrets() []string {
+	var out []string
+	for _, s := range []string{c.AdminToken, c.GitHubWebhookSecret, c.FeishuAppSecret, c.FeishuVerificationToken, c.FeishuEncryptKey, c.ModelAPIKey, string(c.GitHubPrivateKeyPEM)} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func checkAddr(name, v string) error {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return &settingError{name, fmt.Sprintf("must be host:port or :port, got %q", v)}
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return &settingError{name, fmt.Sprintf("port must be a number from 0 to 65535, got %q", port)}
+	}
+	_ = host
+	return nil
+}
+
+func checkDatabaseURL(name, v string) error {
+	switch {
+	case strings.HasPrefix(v, "postgres://"), strings.HasPrefix(v, "postgresql://"):
+		if _, err := url.Parse(v); err != nil {
+			return &settingError{name, "is not a valid URL"}
+		}
+	case strings.HasPrefix(v, "sqlite://"), !strings.Contains(v, "://"):
+	default:
+		return &settingError{name, "must start with postgres:// or sqlite://"}
+	}
+	return nil
+}
+
+func checkBaseURL(name, v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &settingError{name, fmt.Sprintf("must be an http:// or https:// URL, got %q", v)}
+	}
+	return nil
+}
+
+func parseAppID(name, v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, &settingError{name, fmt.Sprintf("must be a positive integer, got %q", v)}
+	}
+	return n, nil
+}
+
+// loadPrivateKey accepts PEM text or a path to a PEM file and checks that it
+// holds an RSA private key, as GitHub issues them.
+func loadPrivateKey(name, v string) ([]byte, error) {
+	if v == "" {
+		return nil, nil
+	}
+	data := []byte(v)
+	if !strings.Contains(v, "-----BEGIN") {
+		var err error
+		if data, err = os.ReadFile(v); err != nil {
+			return nil, &settingError{name, fmt.Sprintf("is neither PEM text nor a readable file: %v", err)}
+		}
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, &settingError{name, "holds no PEM block"}
+	}
+	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err != nil {
+		if _, err8 := x509.ParsePKCS8PrivateKey(block.Bytes); err8 != nil {
+			return nil, &settingError{name, "is not an RSA private key in PEM form"}
+		}
+	}
+	return data, nil
+}
+
+func parseLevel(name, v string) (slog.Level, error) {
+	var l slog.Level
+	if v == "" {
+		return slog.LevelInfo, nil
+	}
+	if err := l.UnmarshalText([]byte(v)); err != nil {
+		return 0, &settingError{name, fmt.Sprintf("must be debug, info, warn or error, got %q", v)}
+	}
+	return l, nil
+}
+
+func parseDuration(name, v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, &settingError{name, fmt.Sprintf("must be a positive duration such as 30s or 5m, got %q", v)}
+	}
+	return d, nil
+}

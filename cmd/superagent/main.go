@@ -1,0 +1,83 @@
+// Command superagent runs the service: `serve` (HTTP and workers, migrating
+// at start), `worker` (workers only, to scale out), `migrate` and `version`.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = ""
+
+const usage = `superagent hands engineering work to coding agents from GitHub and Feishu.
+
+Usage:
+  superagent serve     run the HTTP server and workers (migrates at start)
+  superagent worker    run workers only; start several to scale out
+  superagent migrate   apply database migrations and exit
+  superagent version   print the version
+
+Configuration comes from SUPERAGENT_* environment variables; see README.md.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code.
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "superagent", buildVersion())
+		return 0
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "serve", "worker", "migrate":
+	default:
+		fmt.Fprintf(stderr, "superagent: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "superagent: configuration:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	switch args[0] {
+	case "serve":
+		err = serve(ctx, cfg, stdout, stderr, true)
+	case "worker":
+		err = serve(ctx, cfg, stdout, stderr, false)
+	case "migrate":
+		err = migrate(ctx, cfg, stderr)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "superagent:", err)
+		return 1
+	}
+	return 0
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,347 @@
+// Package db opens superagent's database, SQLite (the embedded default) or
+// PostgreSQL, behind one small query interface so that every store writes its
+// SQL once with $N placeholders and runs unchanged on both.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// Dialect names the database family a DB talks to.
+type Dialect string
+
+// The two dialects superagent supports.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// ErrNoRows is returned by Row.Scan when a query matched nothing, on either
+// database.
+var ErrNoRows = errors.New("no rows in result set")
+
+// Querier runs statements. Both *DB and *Tx implement it, so store methods
+// take a Querier and work inside or outside a transaction.
+type Querier interface {
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	QueryRow(ctx context.Context, query string, args ...any) Row
+}
+
+// Rows iterates over a query's result.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Row is the result of QueryRow; Scan returns ErrNoRows when nothing matched.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// DB is an open database. Exactly one of its two handles is set, by dialect.
+type DB struct {
+	dialect Dialect
+	sqlite  *sql.DB
+	pool    *pgxpool.Pool
+	// SQL is a database/sql view of the same database, for libraries that
+	// want one (goose, River's SQLite driver). On SQLite it is the only handle.
+	SQL *sql.DB
+}
+
+var (
+	_ Querier = (*DB)(nil)
+	_ Querier = (*Tx)(nil)
+)
+
+// Options tune Open. The zero value is the documented default.
+type Options struct {
+	// MaxConns caps PostgreSQL connections. Default 10. SQLite always uses one
+	// connection: River's SQLite driver requires it and SQLite has one writer.
+	MaxConns int32
+	// SearchPath, when set, becomes the PostgreSQL search_path of every
+	// connection (tests use one schema each).
+	SearchPath string
+}
+
+// DefaultURL is the database used when none is configured: a SQLite file in
+// the data directory.
+func DefaultURL(dataDir string) string {
+	return "sqlite://" + filepath.Join(dataDir, "superagent.db")
+}
+
+// Open connects to the database named by rawURL: postgres:// or postgresql://
+// selects PostgreSQL, sqlite:// (or a bare file path) selects SQLite.
+func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
+	switch {
+	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
+		return openPostgres(ctx, rawURL, opts)
+	case strings.HasPrefix(rawURL, "sqlite://"), strings.HasPrefix(rawURL, "file:"), !strings.Contains(rawURL, "://"):
+		return openSQLite(ctx, rawURL)
+	default:
+		return nil, fmt.Errorf("unsupported database URL scheme in %q: use postgres:// or sqlite://", redactURL(rawURL))
+	}
+}
+
+func openPostgres(ctx context.Context, rawURL string, opts Options) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("parsing PostgreSQL URL: %w", err)
+	}
+	cfg.MaxConns = 10
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if opts.SearchPath != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = opts.SearchPath
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to PostgreSQL at %s: %w", redactURL(rawURL), err)
+	}
+	return &DB{dialect: Postgres, pool: pool, SQL: stdlib.OpenDBFromPool(pool)}, nil
+}
+
+// sqliteDSN turns sqlite:///path, sqlite://path or a bare path into a
+// modernc DSN with the settings River and concurrent readers need.
+func sqliteDSN(rawURL string) (path, dsn string, err error) {
+	path = strings.TrimPrefix(strings.TrimPrefix(rawURL, "sqlite://"), "file:")
+	var query url.Values
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		if query, err = url.ParseQuery(path[i+1:]); err != nil {
+			return "", "", fmt.Errorf("parsing SQLite URL options: %w", err)
+		}
+		path = path[:i]
+	}
+	if path == "" {
+		return "", "", errors.New("SQLite URL names no file")
+	}
+	if query == nil {
+		query = url.Values{}
+	}
+	// Immediate transactions take the write lock at BEGIN, so two writers
+	// queue on busy_timeout instead of failing with SQLITE_BUSY on upgrade.
+	query.Set("_txlock", "immediate")
+	query.Set("_time_format", "sqlite")
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(ON)"} {
+		query.Add("_pragma", p)
+	}
+	return path, "file:" + path + "?" + query.Encode(), nil
+}
+
+func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
+	path, dsn, err := sqliteDSN(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating directory for SQLite database %s: %w", path, err)
+	}
+	// The database holds conversations and tokens' metadata: keep it private.
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600); err == nil {
+		_ = f.Close()
+	}
+	sqlDB, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening SQLite database %s: %w", path, err)
+	}
+	sqlDB.SetMaxOpenConns(1)
+	sqlDB.SetConnMaxIdleTime(0)
+	sqlDB.SetConnMaxLifetime(0)
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("opening SQLite database %s: %w", path, err)
+	}
+	return &DB{dialect: SQLite, sqlite: sqlDB, SQL: sqlDB}, nil
+}
+
+// Dialect reports which database family this is.
+func (d *DB) Dialect() Dialect { return d.dialect }
+
+// Pool is the pgx pool on PostgreSQL and nil on SQLite.
+func (d *DB) Pool() *pgxpool.Pool { return d.pool }
+
+// Ping checks that the database answers.
+func (d *DB) Ping(ctx context.Context) error {
+	if d.pool != nil {
+		return d.pool.Ping(ctx)
+	}
+	return d.sqlite.PingContext(ctx)
+}
+
+// Close releases every connection.
+func (d *DB) Close() error {
+	if d.pool != nil {
+		err := d.SQL.Close()
+		d.pool.Close()
+		return err
+	}
+	return d.sqlite.Close()
+}
+
+// Exec runs a statement and returns the number of rows it affected.
+func (d *DB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if d.pool != nil {
+		return pgExec(ctx, d.pool, query, args)
+	}
+	return sqlExec(ctx, d.sqlite, query, args)
+}
+
+// Query runs a query returning rows.
+func (d *DB) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	if d.pool != nil {
+		return pgQuery(ctx, d.pool, query, args)
+	}
+	return sqlQuery(ctx, d.sqlite, query, args)
+}
+
+// QueryRow runs a query expected to return at most one row.
+func (d *DB) QueryRow(ctx context.Context, query string, args ...any) Row {
+	if d.pool != nil {
+		return pgRow{d.pool.QueryRow(ctx, query, args...)}
+	}
+	return sqlRow{d.sqlite.QueryRowContext(ctx, query, args...)}
+}
+
+// Tx is a transaction on either database. Native exposes the driver's own
+// transaction for River's InsertTx.
+type Tx struct {
+	pg  pgx.Tx
+	sql *sql.Tx
+}
+
+// Begin starts a transaction.
+func (d *DB) Begin(ctx context.Context) (*Tx, error) {
+	if d.pool != nil {
+		tx, err := d.pool.Begin(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("beginning transaction: %w", err)
+		}
+		return &Tx{pg: tx}, nil
+	}
+	tx, err := d.sqlite.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("beginning transaction: %w", err)
+	}
+	return &Tx{sql: tx}, nil
+}
+
+// InTx runs fn in a transaction, committing when it returns nil and rolling
+// back otherwise (and on panic).
+func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
+	tx, err := d.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			panic(p)
+		}
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// PgxTx is the underlying pgx transaction (nil on SQLite).
+func (t *Tx) PgxTx() pgx.Tx { return t.pg }
+
+// SQLTx is the underlying database/sql transaction (nil on PostgreSQL).
+func (t *Tx) SQLTx() *sql.Tx { return t.sql }
+
+// Commit commits the transaction.
+func (t *Tx) Commit(ctx context.Context) error {
+	var err error
+	if t.pg != nil {
+		err = t.pg.Commit(ctx)
+	} else {
+		err = t.sql.Commit()
+	}
+	if err != nil {
+		return fmt.Errorf("committing transaction: %w", err)
+	}
+	return nil
+}
+
+// Rollback abandons the transaction; it is a no-op after Commit.
+func (t *Tx) Rollback(ctx context.Context) error {
+	if t.pg != nil {
+		if err := t.pg.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+			return err
+		}
+		return nil
+	}
+	if err := t.sql.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		return err
+	}
+	return nil
+}
+
+// Exec runs a statement inside the transaction.
+func (t *Tx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if t.pg != nil {
+		return pgExec(ctx, t.pg, query, args)
+	}
+	return sqlExec(ctx, t.sql, query, args)
+}
+
+// Query runs a query inside the transaction.
+func (t *Tx) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	if t.pg != nil {
+		return pgQuery(ctx, t.pg, query, args)
+	}
+	return sqlQuery(ctx, t.sql, query, args)
+}
+
+// QueryRow runs a single-row query inside the transaction.
+func (t *Tx) QueryRow(ctx context.Context, query string, args ...any) Row {
+	if t.pg != nil {
+		return pgRow{t.pg.QueryRow(ctx, query, args...)}
+	}
+	return sqlRow{t.sql.QueryRowContext(ctx, query, args...)}
+}
+
+// IsUniqueViolation reports whether err is a unique or primary-key
+// constraint failure on either database.
+func IsUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "23505"
+	}
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,209 @@
+// Package httpserver is superagent's HTTP plumbing: the chi router with
+// request ids, structured access logs, panic recovery and metrics; health,
+// readiness and metrics endpoints; the /api group behind the admin
+// authenticator; and handlers that return errors carrying a status.
+package httpserver
+
+import (
+	"context"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Config tunes the server. The zero value is the documented default.
+type Config struct {
+	// Logger receives access logs and handler errors. Default: discarded.
+	Logger *slog.Logger
+	// Gatherer and Registerer expose and receive metrics. Default: a fresh
+	// registry of the server's own.
+	Gatherer   prometheus.Gatherer
+	Registerer prometheus.Registerer
+	// APIBodyLimit caps request bodies under /api. Default 1 MiB.
+	APIBodyLimit int64
+	// Ready reports whether the service can take work (database reachable,
+	// schema migrated). Default: always ready.
+	Ready func(ctx context.Context) error
+	// Authenticators decide who a request under /api comes from; the first
+	// that recognises it wins. Requests none recognises get 401.
+	Authenticators []Authenticator
+}
+
+// Authenticator recognises the caller of a request.
+type Authenticator interface {
+	// Authenticate returns the actor's name and true when it recognises the
+	// request's credentials.
+	Authenticate(r *http.Request) (actor string, ok bool)
+}
+
+// Server is the HTTP front of one process.
+type Server struct {
+	// Root is the router for everything outside /api (webhooks, the panel).
+	Root chi.Router
+	// API is the authenticated router mounted at /api.
+	API chi.Router
+
+	cfg    Config
+	logger *slog.Logger
+}
+
+// New builds a server with its fixed endpoints.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registerer == nil || cfg.Gatherer == nil {
+		reg := prometheus.NewRegistry()
+		cfg.Registerer, cfg.Gatherer = reg, reg
+	}
+	if cfg.APIBodyLimit <= 0 {
+		cfg.APIBodyLimit = 1 << 20
+	}
+	s := &Server{cfg: cfg, logger: cfg.Logger}
+	m := newHTTPMetrics(cfg.Registerer)
+
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, s.accessLog(m), s.recoverer)
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Get("/readyz", s.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		if cfg.Ready != nil {
+			if err := cfg.Ready(r.Context()); err != nil {
+				return &Error{Status: http.StatusServiceUnavailable, Message: "not ready: " + err.Error(), Err: err}
+			}
+		}
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		return nil
+	}))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	r.Route("/api", func(api chi.Router) {
+		api.Use(s.authenticate, limitBody(cfg.APIBodyLimit))
+		api.NotFound(func(w http.ResponseWriter, _ *http.Request) { WriteError(w, http.StatusNotFound, "no such endpoint") })
+		s.API = api
+	})
+	s.Root = r
+	return s
+}
+
+// ServeHTTP makes the server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.Root.ServeHTTP(w, r) }
+
+type actorKey struct{}
+
+// Actor is the authenticated caller of an /api request, or "".
+func Actor(ctx context.Context) string {
+	a, _ := ctx.Value(actorKey{}).(string)
+	return a
+}
+
+// WithActor returns ctx carrying actor, for handlers outside /api that
+// authenticate by other means.
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, a := range s.cfg.Authenticators {
+			if actor, ok := a.Authenticate(r); ok {
+				next.ServeHTTP(w, r.WithContext(WithActor(r.Context(), actor)))
+				return
+			}
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="superagent"`)
+		WriteError(w, http.StatusUnauthorized, "authentication required: send the admin token as a bearer token")
+	})
+}
+
+func limitBody(n int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ContentLength > n {
+				WriteError(w, http.StatusRequestEntityTooLarge, "request body too large")
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, n)
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// BearerToken authenticates requests that carry the admin token.
+type BearerToken struct {
+	// Token is the secret; an empty one recognises nobody.
+	Token string
+	// Actor is the name recorded for changes made with it. Default "admin".
+	Actor string
+}
+
+var _ Authenticator = BearerToken{}
+
+// Authenticate compares the bearer token in constant time.
+func (b BearerToken) Authenticate(r *http.Request) (string, bool) {
+	if b.Token == "" {
+		return "", false
+	}
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	if subtle.ConstantTimeCompare([]byte(h[len(prefix):]), []byte(b.Token)) != 1 {
+		return "", false
+	}
+	if b.Actor == "" {
+		return "admin", true
+	}
+	return b.Actor, true
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.logger.Error("panic in HTTP handler", "panic", p, "path", r.URL.Path, "request_id", middleware.GetReqID(r.Context()))
+				WriteError(w, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) accessLog(m *httpMetrics) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			next.ServeHTTP(ww, r)
+			route := "unmatched"
+			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+				route = rc.RoutePattern()
+			}
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK
+			}
+			elapsed := time.Since(start)
+			m.observe(r.Method, route, status, elapsed)
+			s.logger.LogAttrs(r.Context(), slog.LevelInfo, "http request",
+				slog.String("method", r.Method),
+				slog.String("route", route),
+				slog.Int("status", status),
+				slog.Int("bytes", ww.BytesWritten()),
+				slog.Duration("duration", elapsed),
+				slog.String("request_id", middleware.GetReqID(r.Context())),
+			)
+		})
+	}
+}

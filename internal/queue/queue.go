@@ -1,0 +1,254 @@
+// Package queue runs superagent's River client on either database. It hides
+// that River's client is generic over the driver's transaction type, so the
+// rest of the service enqueues jobs inside its own db.Tx on SQLite and
+// PostgreSQL alike.
+package queue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/superagent-dev/superagent/internal/db"
+)
+
+// The queues the product uses. Each has its own concurrency so that a burst
+// of webhooks never waits behind a long Executor Session.
+const (
+	// Ingestion turns stored deliveries into Trigger cards.
+	Ingestion = "ingestion"
+	// Routing runs the main Session's turns.
+	Routing = "routing"
+	// Execution runs Executor Sessions.
+	Execution = "execution"
+	// Maintenance runs diagnostics and housekeeping.
+	Maintenance = river.QueueDefault
+)
+
+// Config tunes the client. The zero value is the documented default.
+type Config struct {
+	// ID names this process in River's job rows. Default: host name and pid.
+	ID string
+	// Ingestion, Routing, Execution and Maintenance are the number of jobs of
+	// each queue this process works at once. Defaults: 8, 1, 2 and 2.
+	Ingestion, Routing, Execution, Maintenance int
+	// RescueAfter is how long a job may run before River presumes its process
+	// dead and makes it available again. Default: one hour. Every worker's own
+	// timeout is shorter than this.
+	RescueAfter time.Duration
+	// FetchPollInterval is how often an idle client looks for new jobs when no
+	// notification arrives. Default: River's (one second on PostgreSQL, where
+	// LISTEN/NOTIFY wakes it sooner; SQLite is polled every 50 ms by River).
+	FetchPollInterval time.Duration
+	// FetchCooldown is the least time between two fetches. Default: River's.
+	FetchCooldown time.Duration
+	// InsertOnly builds a client that enqueues but never works jobs.
+	InsertOnly bool
+	// Logger receives River's logs. Default: discarded.
+	Logger *slog.Logger
+	// Registerer receives job metrics. Default: none.
+	Registerer prometheus.Registerer
+}
+
+// Queue is the River client of one process.
+type Queue struct {
+	d       *db.DB
+	cfg     Config
+	workers *river.Workers
+	pg      *river.Client[pgx.Tx]
+	lite    *river.Client[*sql.Tx]
+	metrics *metrics
+}
+
+// ErrNotInitialized is returned when a job is inserted before Init.
+var ErrNotInitialized = errors.New("queue used before Init")
+
+// New prepares a queue. Register workers with AddWorker, then call Init.
+func New(d *db.DB, cfg Config) *Queue {
+	if cfg.ID == "" {
+		host, _ := os.Hostname()
+		cfg.ID = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Queue{d: d, cfg: cfg, workers: river.NewWorkers()}
+}
+
+// AddWorker registers a worker. It must be called before Init.
+func AddWorker[T river.JobArgs](q *Queue, w river.Worker[T]) {
+	river.AddWorker(q.workers, w)
+}
+
+// ID is the name this process gives River.
+func (q *Queue) ID() string { return q.cfg.ID }
+
+// Init builds the River client once every worker is registered.
+func (q *Queue) Init() error {
+	rc := &river.Config{
+		ID:                   q.cfg.ID,
+		Logger:               q.cfg.Logger,
+		JobTimeout:           -1, // every worker sets its own Timeout
+		RescueStuckJobsAfter: cmpOr(q.cfg.RescueAfter, time.Hour),
+		FetchPollInterval:    q.cfg.FetchPollInterval,
+		FetchCooldown:        q.cfg.FetchCooldown,
+		Workers:              q.workers,
+	}
+	if !q.cfg.InsertOnly {
+		rc.Queues = map[string]river.QueueConfig{
+			Ingestion:   {MaxWorkers: cmpOr(q.cfg.Ingestion, 8)},
+			Routing:     {MaxWorkers: cmpOr(q.cfg.Routing, 1)},
+			Execution:   {MaxWorkers: cmpOr(q.cfg.Execution, 2)},
+			Maintenance: {MaxWorkers: cmpOr(q.cfg.Maintenance, 2)},
+		}
+	}
+	var err error
+	if q.d.Dialect() == db.Postgres {
+		q.pg, err = river.NewClient(riverpgxv5.New(q.d.Pool()), rc)
+	} else {
+		q.lite, err = river.NewClient(riversqlite.New(q.d.SQL), rc)
+	}
+	if err != nil {
+		return fmt.Errorf("creating River client: %w", err)
+	}
+	if q.cfg.Registerer != nil {
+		q.metrics, err = newMetrics(q.cfg.Registerer)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// InsertTx enqueues a job inside tx: it becomes visible only if tx commits.
+func (q *Queue) InsertTx(ctx context.Context, tx *db.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	switch {
+	case q.pg != nil:
+		return q.pg.InsertTx(ctx, tx.PgxTx(), args, opts)
+	case q.lite != nil:
+		return q.lite.InsertTx(ctx, tx.SQLTx(), args, opts)
+	}
+	return nil, ErrNotInitialized
+}
+
+// Insert enqueues a job in its own transaction. On SQLite, never call it
+// while holding a transaction: the single connection is taken.
+func (q *Queue) Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	switch {
+	case q.pg != nil:
+		return q.pg.Insert(ctx, args, opts)
+	case q.lite != nil:
+		return q.lite.Insert(ctx, args, opts)
+	}
+	return nil, ErrNotInitialized
+}
+
+// JobGet reads a job by id.
+func (q *Queue) JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error) {
+	switch {
+	case q.pg != nil:
+		return q.pg.JobGet(ctx, id)
+	case q.lite != nil:
+		return q.lite.JobGet(ctx, id)
+	}
+	return nil, ErrNotInitialized
+}
+
+// JobCancel cancels a job; a running one sees its context cancelled.
+func (q *Queue) JobCancel(ctx context.Context, id int64) error {
+	var err error
+	switch {
+	case q.pg != nil:
+		_, err = q.pg.JobCancel(ctx, id)
+	case q.lite != nil:
+		_, err = q.lite.JobCancel(ctx, id)
+	default:
+		err = ErrNotInitialized
+	}
+	return err
+}
+
+// Start begins working jobs.
+func (q *Queue) Start(ctx context.Context) error {
+	var events <-chan *river.Event
+	var cancel func()
+	kinds := []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled, river.EventKindJobSnoozed}
+	var err error
+	switch {
+	case q.pg != nil:
+		if q.metrics != nil {
+			events, cancel = q.pg.Subscribe(kinds...)
+		}
+		err = q.pg.Start(ctx)
+	case q.lite != nil:
+		if q.metrics != nil {
+			events, cancel = q.lite.Subscribe(kinds...)
+		}
+		err = q.lite.Start(ctx)
+	default:
+		return ErrNotInitialized
+	}
+	if err != nil {
+		if cancel != nil {
+			cancel()
+		}
+		return fmt.Errorf("starting River client: %w", err)
+	}
+	if events != nil {
+		go q.metrics.consume(events)
+	}
+	return nil
+}
+
+// Stop stops fetching jobs and waits for running ones until ctx ends; then it
+// cancels whatever still runs and waits for it to return.
+func (q *Queue) Stop(ctx context.Context) error {
+	stop, stopAndCancel := q.stopFuncs()
+	if stop == nil {
+		return nil
+	}
+	err := stop(ctx)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("stopping River client: %w", err)
+	}
+	q.cfg.Logger.Warn("jobs still running at shutdown deadline; cancelling them")
+	cancelCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := stopAndCancel(cancelCtx); err != nil {
+		return fmt.Errorf("cancelling running jobs: %w", err)
+	}
+	return nil
+}
+
+func (q *Queue) stopFuncs() (stop, stopAndCancel func(context.Context) error) {
+	switch {
+	case q.pg != nil:
+		return q.pg.Stop, q.pg.StopAndCancel
+	case q.lite != nil:
+		return q.lite.Stop, q.lite.StopAndCancel
+	}
+	return nil, nil
+}
