@@ -1,0 +1,171 @@
+// Package githubapp authenticates superagent as a GitHub App: it signs App
+// JWTs, exchanges them for installation tokens (through ghinstallation) and
+// hands out go-github clients per installation, all against a configurable
+// API root so that GitHub Enterprise and the test fake work alike. It also
+// retries HTTP 429 answers, which go-github v66 does not treat as rate
+// limits.
+package githubapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	"github.com/google/go-github/v66/github"
+)
+
+// DefaultBaseURL is the REST API root of github.com.
+const DefaultBaseURL = "https://api.github.com"
+
+// Config configures a Client. The zero value of each optional field is the
+// documented default.
+type Config struct {
+	// AppID is the GitHub App's id. Required.
+	AppID int64
+	// PrivateKey is the App's RSA private key in PEM form. Required.
+	PrivateKey []byte
+	// BaseURL is the REST API root: https://api.github.com (the default) or
+	// https://<host>/api/v3 on GitHub Enterprise Server.
+	BaseURL string
+	// Transport carries the requests. Default http.DefaultTransport.
+	Transport http.RoundTripper
+	// MaxRetries bounds the retries of one request answered 429. Default 3.
+	MaxRetries int
+	// MaxRetryWait is the longest wait for one retry; a request asked to wait
+	// longer gets the 429 answer. Default one minute.
+	MaxRetryWait time.Duration
+	// Wait pauses between retries. Default: a timer that ends early with
+	// ctx's error when ctx ends.
+	Wait func(ctx context.Context, d time.Duration) error
+}
+
+// Client makes authenticated GitHub clients for one App.
+type Client struct {
+	cfg     Config
+	base    *url.URL
+	apps    *ghinstallation.AppsTransport
+	retry   http.RoundTripper
+	app     *github.Client
+	mu      sync.Mutex
+	perInst map[int64]*installation
+}
+
+type installation struct {
+	tr     *ghinstallation.Transport
+	client *github.Client
+}
+
+// New checks the configuration and returns a Client.
+func New(cfg Config) (*Client, error) {
+	if cfg.AppID <= 0 {
+		return nil, errors.New("creating GitHub App client: no App id")
+	}
+	if len(cfg.PrivateKey) == 0 {
+		return nil, errors.New("creating GitHub App client: no private key")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	base, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/") + "/")
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, fmt.Errorf("creating GitHub App client: API URL %q is not an http(s) URL", cfg.BaseURL)
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = http.DefaultTransport
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 3
+	}
+	if cfg.MaxRetryWait == 0 {
+		cfg.MaxRetryWait = time.Minute
+	}
+	if cfg.Wait == nil {
+		cfg.Wait = wait
+	}
+	retry := &retryTransport{next: cfg.Transport, max: cfg.MaxRetries, maxWait: cfg.MaxRetryWait, wait: cfg.Wait}
+	apps, err := ghinstallation.NewAppsTransport(retry, cfg.AppID, cfg.PrivateKey)
+	if err != nil {
+		return nil, fmt.Errorf("creating GitHub App client: reading private key: %w", err)
+	}
+	apps.BaseURL = strings.TrimRight(base.String(), "/")
+	c := &Client{cfg: cfg, base: base, apps: apps, retry: retry, perInst: map[int64]*installation{}}
+	c.app = c.newGitHub(apps)
+	return c, nil
+}
+
+func (c *Client) newGitHub(tr http.RoundTripper) *github.Client {
+	gh := github.NewClient(&http.Client{Transport: tr})
+	u := *c.base
+	gh.BaseURL = &u
+	up := *c.base
+	gh.UploadURL = &up
+	return gh
+}
+
+// AppID is the App's id.
+func (c *Client) AppID() int64 { return c.cfg.AppID }
+
+// App returns a client authenticated as the App itself (JWT), for the
+// /app endpoints.
+func (c *Client) App() *github.Client { return c.app }
+
+// Installation returns a client authenticated as the installation; tokens
+// are fetched on first use and refreshed before they expire.
+func (c *Client) Installation(id int64) *github.Client {
+	return c.installation(id).client
+}
+
+func (c *Client) installation(id int64) *installation {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if in, ok := c.perInst[id]; ok {
+		return in
+	}
+	tr := ghinstallation.NewFromAppsTransport(c.apps, id)
+	tr.BaseURL = c.apps.BaseURL
+	in := &installation{tr: tr, client: c.newGitHub(tr)}
+	c.perInst[id] = in
+	return in
+}
+
+// InstallationToken returns a current installation access token, for git
+// over HTTPS. Never show it to a model or write it to a transcript.
+func (c *Client) InstallationToken(ctx context.Context, id int64) (string, error) {
+	tok, err := c.installation(id).tr.Token(ctx)
+	if err != nil {
+		return "", fmt.Errorf("getting token of installation %d: %w", id, err)
+	}
+	return tok, nil
+}
+
+// Slug reads the App's slug (its bot account is "<slug>[bot]").
+func (c *Client) Slug(ctx context.Context) (string, error) {
+	app, _, err := c.app.Apps.Get(ctx, "")
+	if err != nil {
+		return "", fmt.Errorf("reading the GitHub App: %w", err)
+	}
+	return app.GetSlug(), nil
+}
+
+// Permission reads login's permission level on owner/repo through the
+// installation: admin, write, read or none (a non-collaborator). GitHub maps
+// maintain to write and triage to read in this field.
+func (c *Client) Permission(ctx context.Context, installationID int64, owner, repo, login string) (string, error) {
+	level, resp, err := c.Installation(installationID).Repositories.GetPermissionLevel(ctx, owner, repo, login)
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusNotFound {
+			return "none", nil
+		}
+		return "", fmt.Errorf("reading permission of %s on %s/%s: %w", login, owner, repo, err)
+	}
+	if p := level.GetPermission(); p != "" {
+		return p, nil
+	}
+	return "none", nil
+}

@@ -1,0 +1,274 @@
+// Package github is a fake GitHub REST API for tests: an httptest server that
+// speaks GitHub's wire format for the endpoints superagent calls, checks App
+// JWTs and installation tokens, and records every request. Import it under
+// an alias (fakegithub) beside go-github.
+//
+// It covers the App endpoints (GET /app, installation access tokens) and
+// collaborator permissions. Later features add routes with Handle, reusing
+// Authorize, WriteJSON and the recorded requests.
+package github
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v4"
+)
+
+// Request is one recorded request.
+type Request struct {
+	Method string
+	Path   string
+	Query  string
+	Header http.Header
+	Body   []byte
+}
+
+// Fault is a canned answer given instead of the real one.
+type Fault struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// Server is a running fake.
+type Server struct {
+	// URL is the API root to configure clients with.
+	URL string
+	// AppID and Slug describe the App the fake pretends to be.
+	AppID int64
+	Slug  string
+
+	srv *httptest.Server
+	mux *http.ServeMux
+	key *rsa.PrivateKey
+	pem []byte
+
+	mu          sync.Mutex
+	requests    []Request
+	tokens      map[string]int64 // token → installation id
+	tokenCount  int
+	permissions map[string]string // owner/repo:login → level
+	faults      map[string][]Fault
+}
+
+var keyOnce = sync.OnceValues(func() (*rsa.PrivateKey, error) {
+	return rsa.GenerateKey(rand.Reader, 2048)
+})
+
+// New starts a fake with App id 1 and slug "superagent", closed when the
+// test ends.
+func New(t testing.TB) *Server {
+	t.Helper()
+	key, err := keyOnce()
+	if err != nil {
+		t.Fatalf("generating fake GitHub App key: %v", err)
+	}
+	s := &Server{
+		AppID:       1,
+		Slug:        "superagent",
+		mux:         http.NewServeMux(),
+		key:         key,
+		pem:         pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+		tokens:      map[string]int64{},
+		permissions: map[string]string{},
+		faults:      map[string][]Fault{},
+	}
+	s.mux.HandleFunc("GET /app", s.getApp)
+	s.mux.HandleFunc("POST /app/installations/{id}/access_tokens", s.createToken)
+	s.mux.HandleFunc("GET /repos/{owner}/{repo}/collaborators/{user}/permission", s.getPermission)
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// PrivateKey is the App's private key (PEM) to configure clients with.
+func (s *Server) PrivateKey() []byte { return s.pem }
+
+// Handle adds a route (a net/http ServeMux pattern such as
+// "POST /repos/{owner}/{repo}/issues/{number}/comments").
+func (s *Server) Handle(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
+
+// SetPermission sets login's permission level on owner/repo; others have
+// "none".
+func (s *Server) SetPermission(repo, login, level string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.permissions[repo+":"+strings.ToLower(login)] = level
+}
+
+// FailNext makes the next len(faults) requests to method and path (exact,
+// e.g. "GET", "/app") get the faults in order.
+func (s *Server) FailNext(method, path string, faults ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := method + " " + path
+	s.faults[k] = append(s.faults[k], faults...)
+}
+
+// Requests returns every request recorded so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// Count returns how many requests went to method and path.
+func (s *Server) Count(method, path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.requests {
+		if r.Method == method && r.Path == path {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
+	k := r.Method + " " + r.URL.Path
+	var fault *Fault
+	if fs := s.faults[k]; len(fs) > 0 {
+		fault = &fs[0]
+		s.faults[k] = fs[1:]
+	}
+	s.mu.Unlock()
+	if fault != nil {
+		for name, vs := range fault.Header {
+			w.Header()[name] = vs
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(fault.Status)
+		_, _ = io.WriteString(w, fault.Body)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// WriteJSON answers with v as GitHub does.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// WriteError answers with GitHub's error shape.
+func WriteError(w http.ResponseWriter, status int, message string) {
+	WriteJSON(w, status, map[string]string{"message": message, "documentation_url": "https://docs.github.com/rest"})
+}
+
+// AuthorizeApp checks that r carries a valid App JWT, answering 401 if not.
+func (s *Server) AuthorizeApp(w http.ResponseWriter, r *http.Request) bool {
+	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if ok {
+		claims := &jwt.RegisteredClaims{}
+		_, err := jwt.ParseWithClaims(raw, claims, func(t *jwt.Token) (any, error) {
+			if _, ok := t.Method.(*jwt.SigningMethodRSA); !ok {
+				return nil, fmt.Errorf("unexpected signing method %v", t.Header["alg"])
+			}
+			return &s.key.PublicKey, nil
+		})
+		if err == nil && claims.Issuer == strconv.FormatInt(s.AppID, 10) {
+			return true
+		}
+	}
+	WriteError(w, http.StatusUnauthorized, "A JSON web token could not be decoded")
+	return false
+}
+
+// Authorize checks that r carries an installation token the fake issued and
+// returns its installation id, answering 401 if not.
+func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "token ")
+	if !ok {
+		tok, ok = strings.CutPrefix(h, "Bearer ")
+	}
+	s.mu.Lock()
+	id, known := s.tokens[tok]
+	s.mu.Unlock()
+	if !ok || !known {
+		WriteError(w, http.StatusUnauthorized, "Bad credentials")
+		return 0, false
+	}
+	return id, true
+}
+
+// TokensIssued returns how many installation tokens the fake has issued.
+func (s *Server) TokensIssued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tokenCount
+}
+
+func (s *Server) getApp(w http.ResponseWriter, r *http.Request) {
+	if !s.AuthorizeApp(w, r) {
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{
+		"id": s.AppID, "slug": s.Slug, "name": s.Slug, "node_id": "A_fake",
+		"owner":    map[string]any{"login": "superagent-dev", "id": 1, "type": "Organization"},
+		"html_url": "https://github.com/apps/" + s.Slug,
+	})
+}
+
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
+	if !s.AuthorizeApp(w, r) {
+		return
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	s.mu.Lock()
+	s.tokenCount++
+	tok := fmt.Sprintf("ghs_fake%d_%d", id, s.tokenCount)
+	s.tokens[tok] = id
+	s.mu.Unlock()
+	WriteJSON(w, http.StatusCreated, map[string]any{
+		"token":                tok,
+		"expires_at":           time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		"permissions":          map[string]string{"contents": "write", "issues": "write", "pull_requests": "write", "checks": "write", "metadata": "read"},
+		"repository_selection": "all",
+	})
+}
+
+func (s *Server) getPermission(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.Authorize(w, r); !ok {
+		return
+	}
+	repo := r.PathValue("owner") + "/" + r.PathValue("repo")
+	user := r.PathValue("user")
+	s.mu.Lock()
+	level, ok := s.permissions[repo+":"+strings.ToLower(user)]
+	s.mu.Unlock()
+	if !ok {
+		level = "none"
+	}
+	role := level
+	WriteJSON(w, http.StatusOK, map[string]any{
+		"permission": level,
+		"role_name":  role,
+		"user":       map[string]any{"login": user, "type": "User"},
+	})
+}

@@ -1,0 +1,363 @@
+package tickets
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/superagent-dev/superagent/internal/db"
+)
+
+// Card states.
+const (
+	// CardCandidate waits for the main Session to route it.
+	CardCandidate = "candidate"
+	// CardFollowUp reached the Executors of the Tickets following its Thread.
+	CardFollowUp = "follow_up"
+	// CardRouted was attached to a Ticket or became one.
+	CardRouted = "routed"
+	// CardIgnored was judged irrelevant.
+	CardIgnored = "ignored"
+)
+
+// Author types.
+const (
+	AuthorUser = "user"
+	AuthorBot  = "bot"
+)
+
+// DefaultTextLimit is the number of characters of text a card carries
+// before it is truncated (the full text stays readable through the pointer).
+const DefaultTextLimit = 4000
+
+// Author identifies who produced the event behind a card.
+type Author struct {
+	// ID is the source's stable id (GitHub user id, Feishu open_id).
+	ID string `json:"id"`
+	// Login is the GitHub login; Name the display name where there is one.
+	Login string `json:"login,omitempty"`
+	Name  string `json:"name,omitempty"`
+	// Type is AuthorUser or AuthorBot.
+	Type string `json:"type"`
+	// Permission is the author's level on the repository (admin, maintain,
+	// write, triage, read, none) or "unknown" when it could not be read.
+	Permission string `json:"permission,omitempty"`
+}
+
+// Reference is an explicit reference found in a card: an issue or pull
+// request (Repo and Number), or a URL or message id elsewhere (Ref).
+type Reference struct {
+	Repo   string `json:"repo,omitempty"`
+	Number int    `json:"number,omitempty"`
+	Ref    string `json:"ref,omitempty"`
+}
+
+// String renders the reference compactly: owner/repo#12 or the ref.
+func (r Reference) String() string {
+	if r.Number > 0 {
+		return r.Repo + "#" + strconv.Itoa(r.Number)
+	}
+	return r.Ref
+}
+
+// Card is a Trigger card: the compact, source-neutral, model-readable form
+// of one delivery.
+type Card struct {
+	ID         int64  `json:"id"`
+	DeliveryID int64  `json:"delivery,omitempty"`
+	Source     string `json:"source"`
+	// Kind says what happened: issue_opened, comment, review,
+	// review_comment, check_failure, pr_state, push, message, …
+	Kind   string `json:"kind"`
+	Thread Thread `json:"thread"`
+	Author Author `json:"author"`
+	// Addressed is true when the bot is explicitly addressed; AddressedWhy
+	// says how (mention, assignment, review_request, reply, direct_message).
+	Addressed    bool        `json:"addressed"`
+	AddressedWhy string      `json:"addressed_why,omitempty"`
+	References   []Reference `json:"references,omitempty"`
+	// URL links to the event on its source.
+	URL string `json:"url,omitempty"`
+	// Text is the outside text, truncated beyond the store's limit; when
+	// Truncated, the full text is read through TextPointer.
+	Text      string    `json:"text"`
+	Truncated bool      `json:"truncated,omitempty"`
+	TextChars int       `json:"text_chars"`
+	State     string    `json:"state"`
+	TicketID  int64     `json:"ticket,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// TextPointer names the resource from which the card's full text is read.
+func (c Card) TextPointer() string { return "card:" + strconv.FormatInt(c.ID, 10) + "/text" }
+
+// NewCard is what ingestion hands to Admit.
+type NewCard struct {
+	// DeliveryID links the card to its delivery; a second card for one
+	// delivery is refused (ErrDuplicate).
+	DeliveryID int64
+	Source     string
+	Kind       string
+	// Thread is upserted by key.
+	Thread       Thread
+	Author       Author
+	Addressed    bool
+	AddressedWhy string
+	References   []Reference
+	URL          string
+	// Text is the full outside text; Admit truncates it.
+	Text string
+}
+
+// Hook is told about every admitted card inside the transaction that
+// admitted it, so it can enqueue work (the debounced route job) atomically.
+type Hook interface {
+	CardAdmitted(ctx context.Context, tx *db.Tx, card Card) error
+}
+
+// HookFunc adapts a function to Hook.
+type HookFunc func(ctx context.Context, tx *db.Tx, card Card) error
+
+// CardAdmitted calls f.
+func (f HookFunc) CardAdmitted(ctx context.Context, tx *db.Tx, card Card) error {
+	return f(ctx, tx, card)
+}
+
+// ErrDuplicate is returned by Admit when the delivery already has a card.
+var ErrDuplicate = errors.New("delivery already has a card")
+
+// Admit stores a card inside tx: it upserts the card's Thread, stores the
+// card (truncated to limit characters, the full text kept), decides whether
+// it is a follow-up for the Tickets following the Thread (writing a notice
+// for each) or a candidate, and calls the hooks. limit <= 0 means
+// DefaultTextLimit.
+func (s *Store) Admit(ctx context.Context, tx *db.Tx, in NewCard, limit int, hooks ...Hook) (Card, error) {
+	if limit <= 0 {
+		limit = DefaultTextLimit
+	}
+	thread, err := s.UpsertThread(ctx, tx, in.Thread)
+	if err != nil {
+		return Card{}, err
+	}
+	if in.Author.Type == "" {
+		in.Author.Type = AuthorUser
+	}
+	// A reply in a Thread where the bot spoke addresses it.
+	if !in.Addressed && thread.BotSpoke && in.Author.Type == AuthorUser {
+		in.Addressed, in.AddressedWhy = true, "reply"
+	}
+	subscribers, err := s.Subscribers(ctx, tx, thread.ID)
+	if err != nil {
+		return Card{}, err
+	}
+	text, truncated := Truncate(in.Text, limit)
+	var full sql.NullString
+	if truncated {
+		full = sql.NullString{String: in.Text, Valid: true}
+	}
+	refs := in.References
+	if refs == nil {
+		refs = []Reference{}
+	}
+	refsJSON, err := json.Marshal(refs)
+	if err != nil {
+		return Card{}, fmt.Errorf("encoding card references: %w", err)
+	}
+	c := Card{
+		DeliveryID: in.DeliveryID, Source: in.Source, Kind: in.Kind, Thread: thread,
+		Author: in.Author, Addressed: in.Addressed, AddressedWhy: in.AddressedWhy,
+		References: in.References, URL: in.URL, Text: text, Truncated: truncated,
+		TextChars: utf8.RuneCountInString(in.Text), State: CardCandidate, CreatedAt: s.nowUTC(),
+	}
+	var ticket sql.NullInt64
+	if len(subscribers) > 0 {
+		c.State, c.TicketID = CardFollowUp, subscribers[0]
+		ticket = sql.NullInt64{Int64: subscribers[0], Valid: true}
+	}
+	var delivery sql.NullInt64
+	if in.DeliveryID != 0 {
+		delivery = sql.NullInt64{Int64: in.DeliveryID, Valid: true}
+	}
+	err = tx.QueryRow(ctx, `
+INSERT INTO cards (delivery_id, source, kind, thread_id, author_id, author_login, author_name, author_type,
+    author_permission, addressed, addressed_why, refs, url, text, text_truncated, full_text, state, ticket_id, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+ON CONFLICT (delivery_id) DO NOTHING
+RETURNING id`,
+		delivery, c.Source, c.Kind, thread.ID, c.Author.ID, c.Author.Login, c.Author.Name, c.Author.Type,
+		c.Author.Permission, c.Addressed, c.AddressedWhy, string(refsJSON), c.URL, c.Text, c.Truncated, full,
+		c.State, ticket, c.CreatedAt).Scan(&c.ID)
+	if errors.Is(err, db.ErrNoRows) {
+		return Card{}, fmt.Errorf("storing card for delivery %d: %w", in.DeliveryID, ErrDuplicate)
+	}
+	if err != nil {
+		return Card{}, fmt.Errorf("storing card for delivery %d: %w", in.DeliveryID, err)
+	}
+	for _, t := range subscribers {
+		if _, err := tx.Exec(ctx, `
+INSERT INTO follow_up_notices (card_id, ticket_id, created_at) VALUES ($1, $2, $3)
+ON CONFLICT (card_id, ticket_id) DO NOTHING`, c.ID, t, c.CreatedAt); err != nil {
+			return Card{}, fmt.Errorf("writing follow-up notice of card %d for ticket %d: %w", c.ID, t, err)
+		}
+	}
+	for _, h := range hooks {
+		if err := h.CardAdmitted(ctx, tx, c); err != nil {
+			return Card{}, fmt.Errorf("card %d hook: %w", c.ID, err)
+		}
+	}
+	return c, nil
+}
+
+// FollowUpTickets lists the Tickets a follow-up card went to.
+func (s *Store) FollowUpTickets(ctx context.Context, q db.Querier, cardID int64) ([]int64, error) {
+	rows, err := q.Query(ctx, "SELECT ticket_id FROM follow_up_notices WHERE card_id = $1 ORDER BY ticket_id", cardID)
+	if err != nil {
+		return nil, fmt.Errorf("listing follow-up tickets of card %d: %w", cardID, err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("listing follow-up tickets of card %d: %w", cardID, err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing follow-up tickets of card %d: %w", cardID, err)
+	}
+	return ids, nil
+}
+
+// Truncate cuts text to at most limit characters (runes, never splitting
+// one) and reports whether it cut anything.
+func Truncate(text string, limit int) (string, bool) {
+	if limit <= 0 || utf8.RuneCountInString(text) <= limit {
+		return text, false
+	}
+	n := 0
+	for i := range text {
+		if n == limit {
+			return text[:i], true
+		}
+		n++
+	}
+	return text, false
+}
+
+const cardSelect = `
+SELECT c.id, COALESCE(c.delivery_id, 0), c.source, c.kind,
+    th.id, th.source, th.key, th.repo, th.number, th.title, th.head_ref, th.bot_spoke, th.created_at, th.updated_at,
+    c.author_id, c.author_login, c.author_name, c.author_type, c.author_permission,
+    c.addressed, c.addressed_why, c.refs, c.url, c.text, c.text_truncated,
+    COALESCE(LENGTH(c.full_text), LENGTH(c.text)), c.state, COALESCE(c.ticket_id, 0), c.created_at
+FROM cards c JOIN threads th ON th.id = c.thread_id`
+
+func scanCard(row scanner) (Card, error) {
+	var c Card
+	var refs string
+	t := &c.Thread
+	err := row.Scan(&c.ID, &c.DeliveryID, &c.Source, &c.Kind,
+		&t.ID, &t.Source, &t.Key, &t.Repo, &t.Number, &t.Title, &t.HeadRef, &t.BotSpoke, &t.CreatedAt, &t.UpdatedAt,
+		&c.Author.ID, &c.Author.Login, &c.Author.Name, &c.Author.Type, &c.Author.Permission,
+		&c.Addressed, &c.AddressedWhy, &refs, &c.URL, &c.Text, &c.Truncated,
+		&c.TextChars, &c.State, &c.TicketID, &c.CreatedAt)
+	if err != nil {
+		return Card{}, err
+	}
+	if refs != "" && refs != "[]" {
+		if err := json.Unmarshal([]byte(refs), &c.References); err != nil {
+			return Card{}, fmt.Errorf("decoding references of card %d: %w", c.ID, err)
+		}
+	}
+	return c, nil
+}
+
+// Card reads one card.
+func (s *Store) Card(ctx context.Context, q db.Querier, id int64) (Card, error) {
+	c, err := scanCard(q.QueryRow(ctx, cardSelect+" WHERE c.id = $1", id))
+	if errors.Is(err, db.ErrNoRows) {
+		return Card{}, fmt.Errorf("reading card %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Card{}, fmt.Errorf("reading card %d: %w", id, err)
+	}
+	return c, nil
+}
+
+// CardByDelivery reads the card made from a delivery.
+func (s *Store) CardByDelivery(ctx context.Context, q db.Querier, deliveryID int64) (Card, error) {
+	c, err := scanCard(q.QueryRow(ctx, cardSelect+" WHERE c.delivery_id = $1", deliveryID))
+	if errors.Is(err, db.ErrNoRows) {
+		return Card{}, fmt.Errorf("reading card of delivery %d: %w", deliveryID, ErrNotFound)
+	}
+	if err != nil {
+		return Card{}, fmt.Errorf("reading card of delivery %d: %w", deliveryID, err)
+	}
+	return c, nil
+}
+
+// ListCards returns the newest cards first, at most limit of them.
+func (s *Store) ListCards(ctx context.Context, q db.Querier, limit int) ([]Card, error) {
+	return s.listCards(ctx, q, cardSelect+" ORDER BY c.id DESC LIMIT $1", limit)
+}
+
+// Candidates returns the cards waiting to be routed, oldest first.
+func (s *Store) Candidates(ctx context.Context, q db.Querier, limit int) ([]Card, error) {
+	return s.listCards(ctx, q, cardSelect+" WHERE c.state = 'candidate' ORDER BY c.id LIMIT $1", limit)
+}
+
+func (s *Store) listCards(ctx context.Context, q db.Querier, query string, args ...any) ([]Card, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing cards: %w", err)
+	}
+	defer rows.Close()
+	out := []Card{}
+	for rows.Next() {
+		c, err := scanCard(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing cards: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing cards: %w", err)
+	}
+	return out, nil
+}
+
+// FullText returns a card's whole text, the target of its TextPointer.
+func (s *Store) FullText(ctx context.Context, q db.Querier, id int64) (string, error) {
+	var text string
+	err := q.QueryRow(ctx, "SELECT COALESCE(full_text, text) FROM cards WHERE id = $1", id).Scan(&text)
+	if errors.Is(err, db.ErrNoRows) {
+		return "", fmt.Errorf("reading text of card %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading text of card %d: %w", id, err)
+	}
+	return text, nil
+}
+
+// SetCardState moves a card to a new state, linking it to a Ticket when
+// ticketID is not zero.
+func (s *Store) SetCardState(ctx context.Context, q db.Querier, id int64, state string, ticketID int64) error {
+	var ticket sql.NullInt64
+	if ticketID != 0 {
+		ticket = sql.NullInt64{Int64: ticketID, Valid: true}
+	}
+	n, err := q.Exec(ctx, "UPDATE cards SET state = $2, ticket_id = COALESCE($3, ticket_id) WHERE id = $1", id, state, ticket)
+	if err != nil {
+		return fmt.Errorf("setting card %d to %s: %w", id, state, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("setting card %d to %s: %w", id, state, ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+// Package tickets owns the conversation side of superagent's data: Threads
+// (the places where conversations happen), Trigger cards (the compact,
+// source-neutral form of every incoming event), Tickets (units of work) and
+// their subscriptions to Threads, and the follow-up notices that tell the
+// main Session a card reached a Ticket.
+//
+// Store methods take a db.Querier so that callers compose them inside their
+// own transaction: ingestion writes a delivery's card, its Thread and the
+// candidate-or-follow-up decision atomically through Admit.
+package tickets
+
+import (
+	"time"
+
+	"github.com/superagent-dev/superagent/internal/db"
+)
+
+// Store reads and writes cards, Threads, Tickets and subscriptions.
+type Store struct {
+	now func() time.Time
+}
+
+// Config tunes a Store. The zero value is the documented default.
+type Config struct {
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// New returns a Store.
+func New(cfg Config) *Store {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Store{now: cfg.Now}
+}
+
+func (s *Store) nowUTC() time.Time { return s.now().UTC() }
+
+// Sources of cards and Threads.
+const (
+	SourceGitHub = "github"
+	SourceFeishu = "feishu"
+)
+
+// scanner is what Row and Rows share.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+var _ db.Querier = (*db.DB)(nil)
