@@ -1,0 +1,307 @@
+package promptparts
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/superagent-dev/superagent/policy"
+)
+
+// Role is the kind of Session a prompt is assembled for.
+type Role string
+
+// The two roles.
+const (
+	// RoleMain is the deployment's single routing Session.
+	RoleMain Role = "main"
+	// RoleExecutor is a Ticket's Executor Session.
+	RoleExecutor Role = "executor"
+)
+
+// Var is one line of the Environment section.
+type Var struct {
+	Name  string
+	Value string
+}
+
+// AgentsFile is one AGENTS.md of the repository an Executor works in.
+type AgentsFile struct {
+	// Path is the file's path in the repository ("AGENTS.md",
+	// "services/api/AGENTS.md").
+	Path string
+	// Text is its content.
+	Text string
+}
+
+// Input is what the caller knows about the Session a prompt is for. The
+// configuration itself always comes from the latest revision.
+type Input struct {
+	// Role selects the main Session or an Executor.
+	Role Role
+	// Environment lines, in order: deployment-wide values for the main
+	// Session, the Ticket's values (repository, branch, Mandate…) for an
+	// Executor.
+	Environment []Var
+	// AgentsMD is the repository's AGENTS.md chain, outermost first
+	// (Executor only).
+	AgentsMD []AgentsFile
+	// InferredRules are the policy rules an inferred Ticket was admitted
+	// under; when set, the Executor's prompt ends with a note limiting it to
+	// them (Executor only). Nil for an explicit request.
+	InferredRules []policy.Rule
+}
+
+// Assemble builds the system prompt for in.Role from the latest revision and
+// returns it with that revision, which the caller records with the model
+// request. Call it for every model request: saves take effect on the next
+// call in every process, with no restart and no TTL.
+//
+// The order is fixed (SPEC §6): shared instructions and the role, the team
+// sections, subscriptions and replies, dispatch (main) or work (Executor),
+// admission (main), handoff, then for an Executor the coding prompt and
+// AGENTS.md, the Environment section, and last the Policy section (main) or
+// the inferred-Ticket note (Executor). Everything that varies most comes
+// last, so that prompt caching reuses the longest prefix.
+func (s *Service) Assemble(ctx context.Context, in Input) (string, int64, error) {
+	head, err := s.store.head(ctx, s.db)
+	if err != nil {
+		return "", 0, fmt.Errorf("assembling the %s prompt: %w", in.Role, err)
+	}
+	return s.AssembleAt(ctx, head, in)
+}
+
+// AssembleAt builds the prompt from revision rev instead of the latest, for
+// an Executor reading a revision it worked under. Parts the revision did not
+// override read as this release's defaults.
+func (s *Service) AssembleAt(ctx context.Context, rev int64, in Input) (string, int64, error) {
+	c, err := s.compiled(ctx, rev)
+	if err != nil {
+		return "", 0, fmt.Errorf("assembling the %s prompt at revision %d: %w", in.Role, rev, err)
+	}
+	var b strings.Builder
+	switch in.Role {
+	case RoleMain:
+		policySection := policy.Render(c.text(KeyPolicy), c.text(KeyPolicyNone), rev, c.settings.Policy)
+		b.Grow(len(c.mainPrefix) + len(policySection) + 1024)
+		b.WriteString(c.mainPrefix)
+		writeEnvironment(&b, c.text(KeyEnvironment), in.Environment)
+		b.WriteString(strings.TrimSpace(policySection))
+	case RoleExecutor:
+		b.Grow(len(c.executorPrefix) + 4096)
+		b.WriteString(c.executorPrefix)
+		writeAgentsMD(&b, in.AgentsMD)
+		writeEnvironment(&b, c.text(KeyEnvironment), in.Environment)
+		if len(in.InferredRules) > 0 {
+			writeInferred(&b, in.InferredRules)
+		}
+	default:
+		return "", 0, fmt.Errorf("assembling a prompt: unknown role %q", in.Role)
+	}
+	out := strings.TrimRight(b.String(), "\n") + "\n"
+	return out, rev, nil
+}
+
+const sep = "\n\n"
+
+func writePart(b *strings.Builder, text string) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return
+	}
+	b.WriteString(text)
+	b.WriteString(sep)
+}
+
+// writeEnvironment fills {variables} with one "- name: value" line per Var.
+func writeEnvironment(b *strings.Builder, tmpl string, vars []Var) {
+	var lines strings.Builder
+	for i, v := range vars {
+		if i > 0 {
+			lines.WriteByte('\n')
+		}
+		lines.WriteString("- ")
+		lines.WriteString(v.Name)
+		lines.WriteString(": ")
+		lines.WriteString(strings.ReplaceAll(strings.TrimSpace(v.Value), "\n", "\n  "))
+	}
+	if len(vars) == 0 {
+		lines.WriteString("- (none)")
+	}
+	writePart(b, strings.Replace(tmpl, "{variables}", lines.String(), 1))
+}
+
+func writeAgentsMD(b *strings.Builder, files []AgentsFile) {
+	if len(files) == 0 {
+		return
+	}
+	b.WriteString("# Repository instructions (AGENTS.md)\n\n")
+	b.WriteString("The repository's own instructions for agents, outermost first; a deeper file refines the ones above it for its directory. They rank with the team sections: the instructions above and the host's checks prevail.")
+	b.WriteString(sep)
+	for _, f := range files {
+		b.WriteString("## ")
+		b.WriteString(f.Path)
+		b.WriteString(sep)
+		writePart(b, f.Text)
+	}
+}
+
+func writeInferred(b *strings.Builder, rules []policy.Rule) {
+	b.WriteString("# Inferred Ticket\n\n")
+	b.WriteString("Nobody asked for this Ticket: the policy admitted it under the rules below. Stay within what they describe, in process and in communication; anything beyond them needs a person's explicit request, so report it or hand it back instead of doing it.\n\n")
+	b.WriteString(policy.RuleLines(rules))
+	b.WriteString(sep)
+}
+
+// compiled is one revision made ready for assembly: its configuration, the
+// effective text of every part and the part of each role's prompt that
+// depends on nothing but the revision.
+type compiled struct {
+	revision       int64
+	settings       Settings
+	texts          map[string]string
+	mainPrefix     string
+	executorPrefix string
+}
+
+func (c *compiled) text(key string) string { return c.texts[key] }
+
+// maxCached bounds the revisions kept compiled; sessions read the latest,
+// so a few are plenty.
+const maxCached = 8
+
+// compiled returns revision rev ready for assembly, from the cache or the
+// database. A revision never changes once written, so caching by revision
+// needs no invalidation: a save makes a new head, which the next call reads.
+func (s *Service) compiled(ctx context.Context, rev int64) (*compiled, error) {
+	s.cacheMu.Lock()
+	c, ok := s.cache[rev]
+	s.cacheMu.Unlock()
+	if ok {
+		return c, nil
+	}
+	v, err := s.Version(ctx, rev)
+	if err != nil {
+		return nil, err
+	}
+	c = s.compile(rev, v.Settings)
+	s.remember(c)
+	return c, nil
+}
+
+func (s *Service) remember(c *compiled) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if len(s.cache) >= maxCached {
+		oldest := c.revision
+		for rev := range s.cache {
+			if rev < oldest {
+				oldest = rev
+			}
+		}
+		if oldest == c.revision {
+			return
+		}
+		delete(s.cache, oldest)
+	}
+	s.cache[c.revision] = c
+}
+
+func (s *Service) compile(rev int64, settings Settings) *compiled {
+	c := &compiled{revision: rev, settings: settings, texts: make(map[string]string, len(s.reg.keys))}
+	for _, key := range s.reg.keys {
+		if o, ok := settings.Overrides[key]; ok {
+			c.texts[key] = o.Text
+		} else {
+			c.texts[key] = s.reg.Text(key)
+		}
+	}
+	team := teamSections(settings)
+
+	var b strings.Builder
+	writePart(&b, c.texts[KeyShared])
+	writePart(&b, c.texts[KeyOrchestrator])
+	b.WriteString(team)
+	writePart(&b, c.texts[KeySubscriptions])
+	writePart(&b, c.texts[KeyReplies])
+	writePart(&b, c.texts[KeyDispatch])
+	writePart(&b, c.texts[KeyAdmission])
+	writePart(&b, c.texts[KeyHandoffOrchestrator])
+	c.mainPrefix = b.String()
+
+	b.Reset()
+	writePart(&b, c.texts[KeyShared])
+	writePart(&b, c.texts[KeyWorker])
+	b.WriteString(team)
+	writePart(&b, c.texts[KeySubscriptions])
+	writePart(&b, c.texts[KeyReplies])
+	writePart(&b, c.texts[KeyWork])
+	writePart(&b, c.texts[KeyHandoffWorker])
+	writePart(&b, c.texts[KeyCoding])
+	c.executorPrefix = b.String()
+	return c
+}
+
+// teamSections renders the three team sections under the headings the
+// built-in texts refer to, each followed by the settings the host enforces,
+// and the index of team skills.
+func teamSections(s Settings) string {
+	var b strings.Builder
+	section := func(heading, text string, facts []string) {
+		b.WriteString("# " + heading + sep)
+		if t := strings.TrimSpace(text); t != "" {
+			b.WriteString(t + sep)
+		} else {
+			b.WriteString("The team has not written this section; follow the built-in instructions." + sep)
+		}
+		if len(facts) > 0 {
+			b.WriteString("Settings the host enforces:\n\n")
+			for _, f := range facts {
+				b.WriteString("- " + f + "\n")
+			}
+			b.WriteString("\n")
+		}
+	}
+
+	c := s.Sections.Communication
+	commFacts := []string{fmt.Sprintf("The host begins every GitHub message you send with the line %q; do not write it yourself.", c.AgentLine)}
+	if len(c.ReviewBots) > 0 {
+		commFacts = append(commFacts, "Accounts that are review bots (automated reviewers): "+quoteList(c.ReviewBots)+".")
+	}
+	section("Communication", c.Text, commFacts)
+	section("Ticket scope", s.Sections.TicketScope.Text, nil)
+
+	dr := s.Sections.DeliveryRequirements
+	var dFacts []string
+	if am := dr.AutoMerge; am.Enabled {
+		checks := "every check on the head commit is green"
+		if len(am.Checks) > 0 {
+			checks = "these checks pass: " + quoteList(am.Checks)
+		}
+		dFacts = append(dFacts, "Auto-merge is allowed for a pull request of at most "+strconv.Itoa(am.MaxChangedLines)+
+			" changed lines when "+checks+" and it has at least "+strconv.Itoa(am.Approvals)+" approving reviews; `pr_merge` checks this.")
+	} else {
+		dFacts = append(dFacts, "Auto-merge is off: never merge; a person merges.")
+	}
+	if ca := dr.CommitAuthor; ca.Name != "" {
+		dFacts = append(dFacts, "Commits are authored as "+ca.Name+" <"+ca.Email+">.")
+	} else {
+		dFacts = append(dFacts, "Commits are authored as the GitHub App's bot account with its no-reply address.")
+	}
+	section("Delivery requirements", dr.Text, dFacts)
+
+	if len(s.Skills) > 0 {
+		b.WriteString("# Team skills" + sep)
+		b.WriteString("Load these with `skill_load` when the work touches their subject: " + quoteList(sortedKeys(s.Skills)) + "." + sep)
+	}
+	return b.String()
+}
+
+func quoteList(items []string) string {
+	q := make([]string, len(items))
+	for i, it := range items {
+		q[i] = "`" + it + "`"
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,276 @@
+package promptparts
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/superagent-dev/superagent/policy"
+)
+
+// The layout of an exported configuration directory:
+//
+//	manifest.json                  revision and each override's base SHA-256
+//	parts/<key>.md                 one file per overridden part
+//	sections/<name>.md             the three team sections' texts
+//	sections/settings.json         the sections' host-enforced settings
+//	skills/<name>.md               one file per team skill
+//	policy.json                    mode, exemption and rules
+//
+// Texts are written and read byte for byte.
+const (
+	manifestFile = "manifest.json"
+	settingsFile = "sections/settings.json"
+	policyFile   = "policy.json"
+)
+
+// Manifest is manifest.json of an exported directory.
+type Manifest struct {
+	// Revision is the revision exported; importing uses it as the base.
+	Revision int64 `json:"revision"`
+	// Bases maps each overridden part to the default it was based on.
+	Bases map[string]string `json:"bases"`
+}
+
+type sectionSettings struct {
+	AgentLine    string       `json:"agent_line"`
+	ReviewBots   []string     `json:"review_bots"`
+	AutoMerge    AutoMerge    `json:"auto_merge"`
+	CommitAuthor CommitAuthor `json:"commit_author"`
+}
+
+var sectionFiles = []string{"communication", "ticket_scope", "delivery_requirements"}
+
+// Export writes the latest revision to dir (created if missing, refused if
+// not empty) and returns the revision written.
+func (s *Service) Export(ctx context.Context, dir string) (int64, error) {
+	v, err := s.Latest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return 0, fmt.Errorf("exporting prompts to %s: the directory is not empty", dir)
+	}
+	st := v.Settings
+	m := Manifest{Revision: v.Revision, Bases: map[string]string{}}
+	files := map[string][]byte{}
+	for key, o := range st.Overrides {
+		files["parts/"+key+".md"] = []byte(o.Text)
+		m.Bases[key] = o.BaseSHA256
+	}
+	sec := st.Sections
+	files["sections/communication.md"] = []byte(sec.Communication.Text)
+	files["sections/ticket_scope.md"] = []byte(sec.TicketScope.Text)
+	files["sections/delivery_requirements.md"] = []byte(sec.DeliveryRequirements.Text)
+	am := sec.DeliveryRequirements.AutoMerge
+	am.Checks = orEmpty(am.Checks)
+	files[settingsFile] = mustIndent(sectionSettings{
+		AgentLine:    sec.Communication.AgentLine,
+		ReviewBots:   orEmpty(sec.Communication.ReviewBots),
+		AutoMerge:    am,
+		CommitAuthor: sec.DeliveryRequirements.CommitAuthor,
+	})
+	for name, text := range st.Skills {
+		files["skills/"+name+".md"] = []byte(text)
+	}
+	pol := st.Policy
+	if pol.Rules == nil {
+		pol.Rules = []policy.Rule{}
+	}
+	files[policyFile] = mustIndent(pol)
+	files[manifestFile] = mustIndent(m)
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return 0, fmt.Errorf("exporting prompts to %s: %w", dir, err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return 0, fmt.Errorf("exporting prompts to %s: %w", dir, err)
+		}
+	}
+	return v.Revision, nil
+}
+
+func mustIndent(v any) []byte {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(fmt.Sprintf("serializing %T: %v", v, err))
+	}
+	return append(b, '\n')
+}
+
+// Import saves the configuration in dir as one new version on top of base.
+// A negative base means the revision in the directory's manifest. Whatever
+// dir does not contain (an override, a skill) is removed.
+func (s *Service) Import(ctx context.Context, dir string, base int64, actor string) (SaveResult, error) {
+	p, err := s.patchFromDir(ctx, dir, base)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	return s.Save(ctx, p, SaveMeta{Origin: OriginPanel, Actor: actor})
+}
+
+// DiffDir compares the latest revision with the configuration in dir.
+func (s *Service) DiffDir(ctx context.Context, dir string) (Diff, error) {
+	v, err := s.Latest(ctx)
+	if err != nil {
+		return Diff{}, err
+	}
+	p, err := s.patchFromDir(ctx, dir, v.Revision)
+	if err != nil {
+		return Diff{}, err
+	}
+	next, ps, err := apply(s.reg, v.Settings, p, func(sha string) (bool, error) {
+		_, ok, err := s.store.defaultText(ctx, s.db, sha)
+		return ok, err
+	})
+	if err != nil {
+		return Diff{}, err
+	}
+	if err := ps.err(); err != nil {
+		return Diff{}, err
+	}
+	return Diff{From: v.Revision, To: -1, Changes: s.diffSettings(v.Settings, next)}, nil
+}
+
+// patchFromDir reads an exported directory as a patch that turns the
+// configuration at base into the directory's content.
+func (s *Service) patchFromDir(ctx context.Context, dir string, base int64) (Patch, error) {
+	fsys := os.DirFS(dir)
+	var m Manifest
+	if err := readJSON(fsys, manifestFile, &m); err != nil {
+		return Patch{}, err
+	}
+	if base < 0 {
+		base = m.Revision
+	}
+	old, err := s.Version(ctx, base)
+	if err != nil {
+		return Patch{}, fmt.Errorf("importing prompts from %s: %w", dir, err)
+	}
+	p := Patch{
+		BaseRevision: base,
+		Note:         "import from " + filepath.Base(dir),
+		Overrides:    map[string]*OverridePatch{},
+		Skills:       map[string]*string{},
+	}
+	var ps problems
+
+	present := map[string]bool{}
+	err = walkMarkdown(fsys, "parts", func(name string, text string) {
+		present[name] = true
+		p.Overrides[name] = &OverridePatch{Text: text, Base: m.Bases[name]}
+	})
+	if err != nil {
+		return Patch{}, fmt.Errorf("importing prompts from %s: %w", dir, err)
+	}
+	for key := range old.Settings.Overrides {
+		if !present[key] {
+			p.Overrides[key] = nil
+		}
+	}
+
+	texts := map[string]*string{}
+	for _, name := range sectionFiles {
+		b, err := fs.ReadFile(fsys, "sections/"+name+".md")
+		if errors.Is(err, fs.ErrNotExist) {
+			empty := ""
+			texts[name] = &empty
+			continue
+		}
+		if err != nil {
+			return Patch{}, fmt.Errorf("importing prompts from %s: %w", dir, err)
+		}
+		text := string(b)
+		texts[name] = &text
+	}
+	ss := sectionSettings{AgentLine: DefaultAgentLine}
+	if err := readJSON(fsys, settingsFile, &ss); err != nil {
+		return Patch{}, err
+	}
+	p.Sections = SectionsPatch{
+		Communication: &CommunicationPatch{Text: texts["communication"], AgentLine: &ss.AgentLine, ReviewBots: &ss.ReviewBots},
+		TicketScope:   &TicketScopePatch{Text: texts["ticket_scope"]},
+		DeliveryRequirements: &DeliveryRequirementsPatch{
+			Text: texts["delivery_requirements"],
+			AutoMerge: &AutoMergePatch{
+				Enabled: &ss.AutoMerge.Enabled, MaxChangedLines: &ss.AutoMerge.MaxChangedLines,
+				Checks: &ss.AutoMerge.Checks, Approvals: &ss.AutoMerge.Approvals,
+			},
+			CommitAuthor: &CommitAuthorPatch{Name: &ss.CommitAuthor.Name, Email: &ss.CommitAuthor.Email},
+		},
+	}
+
+	skills := map[string]bool{}
+	err = walkMarkdown(fsys, "skills", func(name string, text string) {
+		if strings.Contains(name, "/") {
+			ps.add("skills."+name, "skills are files directly under skills/")
+			return
+		}
+		skills[name] = true
+		p.Skills[name] = &text
+	})
+	if err != nil {
+		return Patch{}, fmt.Errorf("importing prompts from %s: %w", dir, err)
+	}
+	for name := range old.Settings.Skills {
+		if !skills[name] {
+			p.Skills[name] = nil
+		}
+	}
+
+	pol := policy.Default()
+	if err := readJSON(fsys, policyFile, &pol); err != nil {
+		return Patch{}, err
+	}
+	p.Policy = PolicyPatch{Mode: &pol.Mode, ExplicitRequestExemption: &pol.ExplicitRequestExemption, Rules: &pol.Rules}
+	if err := ps.err(); err != nil {
+		return Patch{}, err
+	}
+	return p, nil
+}
+
+// walkMarkdown calls fn with the name (path without ".md") and text of every
+// Markdown file under root; a missing root has none.
+func walkMarkdown(fsys fs.FS, root string, fn func(name, text string)) error {
+	err := fs.WalkDir(fsys, root, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if de.IsDir() || path.Ext(p) != ".md" {
+			return nil
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		fn(strings.TrimSuffix(strings.TrimPrefix(p, root+"/"), ".md"), string(b))
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// readJSON reads name strictly: unknown fields are an error, so a typo in a
+// hand-edited file is not silently ignored.
+func readJSON(fsys fs.FS, name string, v any) error {
+	b, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", name, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("reading %s: %w", name, err)
+	}
+	return nil
+}
