@@ -115,7 +115,21 @@ func NewRegistry(fsys fs.FS) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading built-in prompt parts: %w", err)
 	}
-	sort.Strings(r.keys)
+	// The panel lists parts in the order of SPEC §6 (the order they are
+	// assembled in), then any other part a release ships.
+	order := func(k string) int {
+		if i := slices.Index(RequiredKeys, k); i >= 0 {
+			return i
+		}
+		return len(RequiredKeys)
+	}
+	sort.Slice(r.keys, func(i, j int) bool {
+		oi, oj := order(r.keys[i]), order(r.keys[j])
+		if oi != oj {
+			return oi < oj
+		}
+		return r.keys[i] < r.keys[j]
+	})
 	var problems []string
 	for _, k := range RequiredKeys {
 		if _, ok := r.texts[k]; !ok {
@@ -136,7 +150,8 @@ func NewRegistry(fsys fs.FS) (*Registry, error) {
 	return r, nil
 }
 
-// Keys returns every key, sorted.
+// Keys returns every key: the required ones in SPEC order, then the rest
+// sorted.
 func (r *Registry) Keys() []string { return slices.Clone(r.keys) }
 
 // Has reports whether key is a built-in part of this release.
