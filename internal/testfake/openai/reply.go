@@ -192,9 +192,9 @@ func (r Request) ToolNames() []string {
 }
 
 type wireRequest struct {
-	Model               string            `json:"model"`
-	Messages            []json.RawMessage `json:"messages"`
-	Tools               []struct {
+	Model    string            `json:"model"`
+	Messages []json.RawMessage `json:"messages"`
+	Tools    []struct {
 		Type     string `json:"type"`
 		Function struct {
 			Name        string         `json:"name"`
