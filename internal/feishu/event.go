@@ -68,6 +68,8 @@ type Message struct {
 	Attachments []Attachment
 	// Content is the raw content JSON, as Feishu sent it.
 	Content string
+	// Deleted is set by Client.GetMessage for a withdrawn message.
+	Deleted bool
 }
 
 // ThreadKey names the conversation the message belongs to within its chat:
@@ -90,6 +92,7 @@ type Sender struct {
 	OpenID    string
 	UnionID   string
 	UserID    string
+	AppID     string // set instead of OpenID when Client.GetMessage finds an app sent it
 	Type      string // "user" or "app"
 	TenantKey string
 }

@@ -1,0 +1,393 @@
+package feishu
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	lark "github.com/larksuite/oapi-sdk-go/v3"
+	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
+	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
+)
+
+// Config configures a Client.
+type Config struct {
+	// AppID and AppSecret identify the app (SUPERAGENT_FEISHU_APP_ID,
+	// SUPERAGENT_FEISHU_APP_SECRET). Required.
+	AppID     string
+	AppSecret string
+	// BaseURL is the Open API base (SUPERAGENT_FEISHU_BASE_URL).
+	// Default https://open.feishu.cn; Lark is https://open.larksuite.com.
+	BaseURL string
+	// MaxRetries is how many times a rate-limited call is retried after
+	// waiting. Default 3; negative means never.
+	MaxRetries int
+	// MaxWait caps one wait for a rate-limit reset; a longer reset is
+	// returned as the error instead. Default 1 minute.
+	MaxWait time.Duration
+	// ChatInterval spaces messages and reactions to one chat.
+	// Default 200ms (5 QPS, Feishu's per-chat limit); negative disables.
+	ChatInterval time.Duration
+	// Timeout bounds one HTTP request. Default 15 seconds.
+	Timeout time.Duration
+}
+
+// Client calls the Feishu Open API through the official SDK. Safe for
+// concurrent use.
+type Client struct {
+	cfg     Config
+	lark    *lark.Client
+	clock   Clock
+	limiter *chatLimiter
+}
+
+// New returns a Client. clock may be nil (the system clock); logger may be
+// nil (discard).
+func New(cfg Config, clock Clock, logger *slog.Logger) (*Client, error) {
+	var problems []string
+	if cfg.AppID == "" {
+		problems = append(problems, "app id is required")
+	}
+	if cfg.AppSecret == "" {
+		problems = append(problems, "app secret is required")
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("configuring feishu client: %s", strings.Join(problems, "; "))
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = lark.FeishuBaseUrl
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 3
+	}
+	if cfg.MaxWait == 0 {
+		cfg.MaxWait = time.Minute
+	}
+	if cfg.ChatInterval == 0 {
+		cfg.ChatInterval = 200 * time.Millisecond
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 15 * time.Second
+	}
+	if clock == nil {
+		clock = SystemClock()
+	}
+	cli := lark.NewClient(cfg.AppID, cfg.AppSecret,
+		lark.WithOpenBaseUrl(strings.TrimRight(cfg.BaseURL, "/")),
+		lark.WithHttpClient(&http.Client{Timeout: cfg.Timeout}),
+		lark.WithLogger(sdkLogger{logger}),
+		lark.WithLogLevel(larkcore.LogLevelWarn),
+	)
+	return &Client{cfg: cfg, lark: cli, clock: clock, limiter: newChatLimiter(cfg.ChatInterval, clock)}, nil
+}
+
+// RateLimitCode is Feishu's error code for "request trigger frequency limit".
+const RateLimitCode = 99991400
+
+// APIError is a failure Feishu reported (the SDK returns these as data, not
+// as Go errors).
+type APIError struct {
+	Op         string // what was attempted, e.g. "replying to om_…"
+	HTTPStatus int
+	Code       int
+	Msg        string
+	LogID      string // Feishu's request id, for their support
+	// RetryAfter is the x-ogw-ratelimit-reset wait of a rate-limit answer.
+	RetryAfter time.Duration
+}
+
+func (e *APIError) Error() string {
+	s := fmt.Sprintf("%s: feishu error %d: %s (http %d", e.Op, e.Code, e.Msg, e.HTTPStatus)
+	if e.LogID != "" {
+		s += ", log id " + e.LogID
+	}
+	return s + ")"
+}
+
+// RateLimited reports a 429 / code 99991400 answer.
+func (e *APIError) RateLimited() bool {
+	return e.HTTPStatus == http.StatusTooManyRequests || e.Code == RateLimitCode
+}
+
+// OutgoingMessage is a message to send.
+type OutgoingMessage struct {
+	// UUID is required: Feishu sends at most one message per uuid within an
+	// hour, so a retried send cannot duplicate. Use the outgoing-message
+	// intent id. At most 50 characters.
+	UUID string
+	// ChatID is the chat to send to (Send), or the chat of the message
+	// answered (Reply, optional: it keys the per-chat pacing).
+	ChatID  string
+	Content Content
+}
+
+func (m OutgoingMessage) check() error {
+	var problems []string
+	if m.UUID == "" {
+		problems = append(problems, "uuid is required")
+	} else if len(m.UUID) > 50 {
+		problems = append(problems, fmt.Sprintf("uuid %q longer than 50 characters", m.UUID))
+	}
+	if err := m.Content.check(); err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return err
+		}
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// SentMessage is what Feishu answered for a sent message.
+type SentMessage struct {
+	MessageID string
+	RootID    string
+	ParentID  string
+	ThreadID  string
+	ChatID    string
+}
+
+func sentFrom(id, root, parent, thread, chat *string) *SentMessage {
+	return &SentMessage{MessageID: deref(id), RootID: deref(root), ParentID: deref(parent),
+		ThreadID: deref(thread), ChatID: deref(chat)}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Reply answers messageID in its thread (reply_in_thread), so the
+// conversation stays in one topic.
+func (c *Client) Reply(ctx context.Context, messageID string, m OutgoingMessage) (*SentMessage, error) {
+	op := "replying to " + messageID
+	if err := m.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	key := m.ChatID
+	if key == "" {
+		key = "message:" + messageID
+	}
+	req := larkim.NewReplyMessageReqBuilder().MessageId(messageID).
+		Body(larkim.NewReplyMessageReqBodyBuilder().
+			MsgType(m.Content.MsgType).Content(m.Content.JSON).ReplyInThread(true).Uuid(m.UUID).Build()).
+		Build()
+	var out *SentMessage
+	err := c.call(ctx, op, key, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
+		resp, err := c.lark.Im.V1.Message.Reply(ctx, req)
+		if err != nil {
+			return nil, larkcore.CodeError{}, err
+		}
+		if resp.Success() && resp.Data != nil {
+			d := resp.Data
+			out = sentFrom(d.MessageId, d.RootId, d.ParentId, d.ThreadId, d.ChatId)
+		}
+		return resp.ApiResp, resp.CodeError, nil
+	})
+	return out, err
+}
+
+// Send posts a new message to m.ChatID.
+func (c *Client) Send(ctx context.Context, m OutgoingMessage) (*SentMessage, error) {
+	op := "sending to " + m.ChatID
+	if err := m.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if m.ChatID == "" {
+		return nil, fmt.Errorf("%s: chat id is required", op)
+	}
+	req := larkim.NewCreateMessageReqBuilder().ReceiveIdType(larkim.ReceiveIdTypeChatId).
+		Body(larkim.NewCreateMessageReqBodyBuilder().
+			ReceiveId(m.ChatID).MsgType(m.Content.MsgType).Content(m.Content.JSON).Uuid(m.UUID).Build()).
+		Build()
+	var out *SentMessage
+	err := c.call(ctx, op, m.ChatID, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
+		resp, err := c.lark.Im.V1.Message.Create(ctx, req)
+		if err != nil {
+			return nil, larkcore.CodeError{}, err
+		}
+		if resp.Success() && resp.Data != nil {
+			d := resp.Data
+			out = sentFrom(d.MessageId, d.RootId, d.ParentId, d.ThreadId, d.ChatId)
+		}
+		return resp.ApiResp, resp.CodeError, nil
+	})
+	return out, err
+}
+
+// EmojiOnIt is the reaction for "picked up, working on it".
+const EmojiOnIt = "OnIt"
+
+// React adds an emoji reaction (e.g. EmojiOnIt) to a message and returns the
+// reaction id. chatID is optional and keys the per-chat pacing.
+func (c *Client) React(ctx context.Context, messageID, chatID, emojiType string) (string, error) {
+	op := fmt.Sprintf("reacting %s to %s", emojiType, messageID)
+	if messageID == "" || emojiType == "" {
+		return "", fmt.Errorf("%s: message id and emoji type are required", op)
+	}
+	key := chatID
+	if key == "" {
+		key = "message:" + messageID
+	}
+	req := larkim.NewCreateMessageReactionReqBuilder().MessageId(messageID).
+		Body(larkim.NewCreateMessageReactionReqBodyBuilder().
+			ReactionType(larkim.NewEmojiBuilder().EmojiType(emojiType).Build()).Build()).
+		Build()
+	var id string
+	err := c.call(ctx, op, key, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
+		resp, err := c.lark.Im.V1.MessageReaction.Create(ctx, req)
+		if err != nil {
+			return nil, larkcore.CodeError{}, err
+		}
+		if resp.Success() && resp.Data != nil {
+			id = deref(resp.Data.ReactionId)
+		}
+		return resp.ApiResp, resp.CodeError, nil
+	})
+	return id, err
+}
+
+// BotInfo is the app's bot as Feishu describes it.
+type BotInfo struct {
+	OpenID string // the bot's own open_id: mentions of it address the bot
+	Name   string
+}
+
+// BotInfo fetches the bot's identity (GET /open-apis/bot/v3/info, which the
+// SDK has no typed call for).
+func (c *Client) BotInfo(ctx context.Context) (*BotInfo, error) {
+	var out *BotInfo
+	err := c.call(ctx, "getting bot info", "", func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
+		resp, err := c.lark.Get(ctx, "/open-apis/bot/v3/info", nil, larkcore.AccessTokenTypeTenant)
+		if err != nil {
+			return nil, larkcore.CodeError{}, err
+		}
+		var body struct {
+			larkcore.CodeError
+			Bot struct {
+				OpenID  string `json:"open_id"`
+				AppName string `json:"app_name"`
+			} `json:"bot"`
+		}
+		if err := json.Unmarshal(resp.RawBody, &body); err != nil {
+			return resp, larkcore.CodeError{Code: -1, Msg: "unreadable body: " + err.Error()}, nil
+		}
+		if body.Code == 0 {
+			if body.Bot.OpenID == "" {
+				return resp, larkcore.CodeError{Code: -1, Msg: "bot info without open_id"}, nil
+			}
+			out = &BotInfo{OpenID: body.Bot.OpenID, Name: body.Bot.AppName}
+		}
+		return resp, body.CodeError, nil
+	})
+	return out, err
+}
+
+// GetMessage fetches a message, e.g. the parent of a reply, to tell whether
+// the bot wrote it. The result has no ChatType and no MentionsBot; Sender.AppID
+// is set when an app sent it.
+func (c *Client) GetMessage(ctx context.Context, messageID string) (*Message, error) {
+	op := "getting message " + messageID
+	req := larkim.NewGetMessageReqBuilder().MessageId(messageID).Build()
+	var out *Message
+	err := c.call(ctx, op, "", func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
+		resp, err := c.lark.Im.V1.Message.Get(ctx, req)
+		if err != nil {
+			return nil, larkcore.CodeError{}, err
+		}
+		if resp.Success() {
+			if resp.Data == nil || len(resp.Data.Items) == 0 || resp.Data.Items[0] == nil {
+				return resp.ApiResp, larkcore.CodeError{Code: -1, Msg: "no message in the answer"}, nil
+			}
+			out = messageFromAPI(resp.Data.Items[0])
+		}
+		return resp.ApiResp, resp.CodeError, nil
+	})
+	return out, err
+}
+
+func messageFromAPI(it *larkim.Message) *Message {
+	m := &Message{
+		ID:         deref(it.MessageId),
+		RootID:     deref(it.RootId),
+		ParentID:   deref(it.ParentId),
+		ThreadID:   deref(it.ThreadId),
+		ChatID:     deref(it.ChatId),
+		Type:       deref(it.MsgType),
+		CreateTime: millis(deref(it.CreateTime)),
+		Deleted:    it.Deleted != nil && *it.Deleted,
+	}
+	if it.Body != nil {
+		m.Content = deref(it.Body.Content)
+	}
+	if s := it.Sender; s != nil {
+		m.Sender.Type = deref(s.SenderType)
+		m.Sender.TenantKey = deref(s.TenantKey)
+		if deref(s.IdType) == "app_id" {
+			m.Sender.AppID = deref(s.Id)
+		} else {
+			m.Sender.OpenID = deref(s.Id)
+		}
+	}
+	for _, men := range it.Mentions {
+		if men != nil {
+			m.Mentions = append(m.Mentions, Mention{Key: deref(men.Key), OpenID: deref(men.Id), Name: deref(men.Name)})
+		}
+	}
+	m.Text, m.Attachments = flatten(m.Type, m.ID, m.Content, m.Mentions)
+	return m
+}
+
+// call runs one API call with per-chat pacing and bounded waits on rate
+// limits. Other failures are returned at once: the caller's job retries,
+// and the message uuid keeps a retried send from duplicating.
+func (c *Client) call(ctx context.Context, op, chatKey string,
+	do func(context.Context) (*larkcore.ApiResp, larkcore.CodeError, error)) error {
+	for attempt := 0; ; attempt++ {
+		if err := c.limiter.wait(ctx, chatKey); err != nil {
+			return fmt.Errorf("%s: waiting for the chat rate limit: %w", op, err)
+		}
+		raw, ce, err := do(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		status := 0
+		if raw != nil {
+			status = raw.StatusCode
+		}
+		if ce.Code == 0 && status < 300 {
+			return nil
+		}
+		apiErr := &APIError{Op: op, HTTPStatus: status, Code: ce.Code, Msg: ce.Msg}
+		if raw != nil {
+			apiErr.LogID = raw.RequestId()
+			if s, err := strconv.Atoi(strings.TrimSpace(raw.Header.Get("x-ogw-ratelimit-reset"))); err == nil && s >= 0 {
+				apiErr.RetryAfter = time.Duration(s) * time.Second
+			}
+		}
+		if !apiErr.RateLimited() || attempt >= c.cfg.MaxRetries || c.cfg.MaxRetries < 0 {
+			return apiErr
+		}
+		wait := apiErr.RetryAfter
+		if wait <= 0 {
+			wait = time.Second // no reset header: wait a full window
+		}
+		if wait > c.cfg.MaxWait {
+			return apiErr
+		}
+		c.limiter.delay(chatKey, c.clock.Now().Add(wait))
+		if err := c.clock.Sleep(ctx, wait); err != nil {
+			return fmt.Errorf("%s: waiting %s for the rate limit: %w", op, wait, err)
+		}
+	}
+}
