@@ -41,8 +41,9 @@ func NewWorker(d *db.DB, worker string, now func() time.Time) *Worker {
 	return &Worker{d: d, worker: worker, now: now}
 }
 
-// Timeout bounds one probe run.
-func (w *Worker) Timeout(*river.Job[Args]) time.Duration { return 5 * time.Minute }
+// Timeout bounds one probe run. River rescues a job from a dead process
+// only after its timeout has passed, so it is kept just above the sleep.
+func (w *Worker) Timeout(job *river.Job[Args]) time.Duration { return job.Args.Sleep + 10*time.Second }
 
 // Work records the start, holds the job for Args.Sleep, records completion.
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {

@@ -106,7 +106,10 @@ func (q *Queue) Init() error {
 		FetchCooldown:        q.cfg.FetchCooldown,
 		Workers:              q.workers,
 	}
-	if !q.cfg.InsertOnly {
+	if q.cfg.InsertOnly {
+		// An insert-only client may enqueue kinds it has no worker for.
+		rc.Workers = nil
+	} else {
 		rc.Queues = map[string]river.QueueConfig{
 			Ingestion:   {MaxWorkers: cmpOr(q.cfg.Ingestion, 8)},
 			Routing:     {MaxWorkers: cmpOr(q.cfg.Routing, 1)},
@@ -188,8 +191,10 @@ func (q *Queue) JobCancel(ctx context.Context, id int64) error {
 	return err
 }
 
-// Start begins working jobs.
+// Start begins working jobs. Cancelling ctx does not stop the client: River
+// would cancel running jobs at once. Call Stop for a graceful shutdown.
 func (q *Queue) Start(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
 	var events <-chan *river.Event
 	var cancel func()
 	kinds := []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled, river.EventKindJobSnoozed}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := loadConfig(envOf(map[string]string{"SUPERAGENT_MODEL": "m1"}))
+	require.NoError(t, err)
+	require.Equal(t, ":8080", c.Addr)
+	require.Equal(t, "./data", c.DataDir)
+	require.Equal(t, "sqlite://data/superagent.db", c.DatabaseURL)
+	require.Equal(t, "webhook", c.FeishuMode)
+	require.Equal(t, "m1", c.RouterModel, "the router model defaults to the Executor model")
+	require.Equal(t, 30*time.Second, c.ShutdownTimeout)
+	require.Equal(t, time.Hour, c.RescueAfter)
+}
+
+func TestLoadConfigRefusesBadValues(t *testing.T) {
+	tests := []struct {
+		name, key, value, want string
+	}{
+		{"address", "SUPERAGENT_ADDR", "8080", `SUPERAGENT_ADDR: must be host:port or :port, got "8080"`},
+		{"port", "SUPERAGENT_ADDR", ":http-ish", `SUPERAGENT_ADDR: port must be a number from 0 to 65535, got "http-ish"`},
+		{"database scheme", "SUPERAGENT_DATABASE_URL", "mysql://x", "SUPERAGENT_DATABASE_URL: must start with postgres:// or sqlite://"},
+		{"app id", "SUPERAGENT_GITHUB_APP_ID", "-3", `SUPERAGENT_GITHUB_APP_ID: must be a positive integer, got "-3"`},
+		{"key file", "SUPERAGENT_GITHUB_PRIVATE_KEY", "/nonexistent/key.pem", "SUPERAGENT_GITHUB_PRIVATE_KEY: is neither PEM text nor a readable file"},
+		{"key text", "SUPERAGENT_GITHUB_PRIVATE_KEY", "-----BEGIN RSA PRIVATE KEY-----\nnope\n-----END RSA PRIVATE KEY-----\n", "SUPERAGENT_GITHUB_PRIVATE_KEY: is not an RSA private key in PEM form"},
+		{"api url", "SUPERAGENT_GITHUB_API_URL", "ftp://example", `SUPERAGENT_GITHUB_API_URL: must be an http:// or https:// URL, got "ftp://example"`},
+		{"feishu mode", "SUPERAGENT_FEISHU_MODE", "socket", `SUPERAGENT_FEISHU_MODE: must be webhook or longconn, got "socket"`},
+		{"log level", "SUPERAGENT_LOG_LEVEL", "loud", `SUPERAGENT_LOG_LEVEL: must be debug, info, warn or error, got "loud"`},
+		{"shutdown", "SUPERAGENT_SHUTDOWN_TIMEOUT", "soon", `SUPERAGENT_SHUTDOWN_TIMEOUT: must be a positive duration such as 30s or 5m, got "soon"`},
+		{"short token", "SUPERAGENT_ADMIN_TOKEN", "short", "SUPERAGENT_ADMIN_TOKEN: must be at least 16 characters"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadConfig(envOf(map[string]string{tt.key: tt.value}))
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.want)
+			require.NotContains(t, err.Error(), "\n", "one line")
+		})
+	}
+}
+
+func TestLoadConfigReadsPrivateKeyFromTextOrPath(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	pemText := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	path := filepath.Join(t.TempDir(), "app.pem")
+	require.NoError(t, os.WriteFile(path, pemText, 0o600))
+
+	for _, v := range []string{string(pemText), path} {
+		c, err := loadConfig(envOf(map[string]string{"SUPERAGENT_GITHUB_PRIVATE_KEY": v}))
+		require.NoError(t, err)
+		require.Equal(t, pemText, c.GitHubPrivateKeyPEM)
+		require.Contains(t, c.secrets(), string(pemText), "the key is known to the scrubber")
+	}
+}
+
+func TestAdminTokenGeneratedOnceAndKeptPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	var out bytes.Buffer
+	tok, err := ensureAdminToken("", dir, &out)
+	require.NoError(t, err)
+	require.Len(t, tok, 64)
+	require.Equal(t, 1, strings.Count(out.String(), tok), "printed once")
+
+	info, err := os.Stat(filepath.Join(dir, adminTokenFile))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	out.Reset()
+	again, err := ensureAdminToken("", dir, &out)
+	require.NoError(t, err)
+	require.Equal(t, tok, again)
+	require.Empty(t, out.String(), "not printed on later starts")
+
+	configured, err := ensureAdminToken("configured-token-123456", dir, &out)
+	require.NoError(t, err)
+	require.Equal(t, "configured-token-123456", configured)
+}
+
+func TestRunUsage(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 2, run(nil, envOf(nil), &stdout, &stderr))
+	require.Contains(t, stderr.String(), "Usage:")
+	stderr.Reset()
+	require.Equal(t, 2, run([]string{"fly"}, envOf(nil), &stdout, &stderr))
+	require.Contains(t, stderr.String(), `unknown command "fly"`)
+	require.Equal(t, 0, run([]string{"version"}, envOf(nil), &stdout, &stderr))
+	require.True(t, strings.HasPrefix(stdout.String(), "superagent "))
+}

@@ -1,0 +1,392 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/dbtest"
+	"github.com/superagent-dev/superagent/internal/probe"
+	"github.com/superagent-dev/superagent/internal/queue"
+)
+
+// binPath is the superagent binary built once for the process tests.
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "superagent-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "superagent")
+	build := exec.Command("go", "build", "-o", binPath, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building superagent:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running superagent process.
+type proc struct {
+	t      *testing.T
+	name   string
+	cmd    *exec.Cmd
+	addr   string
+	stdout *syncBuffer
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// start runs `superagent <command>` with env added to a minimal environment.
+func start(t *testing.T, name string, env map[string]string, command string) *proc {
+	t.Helper()
+	p := &proc{t: t, name: name, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(binPath, command)
+	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	for k, v := range env {
+		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+		if k == "SUPERAGENT_ADDR" {
+			p.addr = v
+		}
+	}
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", p.name, tail(p.stderr.String(), 40))
+		}
+	})
+	return p
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitHTTP polls path until it answers 200.
+func (p *proc) waitHTTP(path string, within time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		resp, err := http.Get("http://" + p.addr + path)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-p.done:
+			p.t.Fatalf("%s exited before %s answered: %v", p.name, path, p.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s: %s did not answer 200 within %s (last error %v)", p.name, path, within, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitLog waits until the process logged a line containing needle.
+func (p *proc) waitLog(needle string, within time.Duration) {
+	p.t.Helper()
+	waitFor(p.t, within, p.name+" to log "+needle, func() bool { return strings.Contains(p.stderr.String(), needle) })
+}
+
+// stop sends SIGTERM and returns the exit code and how long the exit took.
+func (p *proc) stop(within time.Duration) (int, time.Duration) {
+	p.t.Helper()
+	begin := time.Now()
+	require.NoError(p.t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+	case <-time.After(within):
+		p.t.Fatalf("%s did not exit within %s of SIGTERM", p.name, within)
+	}
+	return p.cmd.ProcessState.ExitCode(), time.Since(begin)
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// databases yields a fresh database URL per dialect: a SQLite file, and a
+// PostgreSQL schema (its URL carrying the search_path).
+func databases(t *testing.T, fn func(t *testing.T, url string)) {
+	t.Run("sqlite", func(t *testing.T) {
+		fn(t, "sqlite://"+filepath.Join(t.TempDir(), "superagent.db"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		fn(t, postgresURL(t))
+	})
+}
+
+func postgresURL(t *testing.T) string {
+	t.Helper()
+	return dbtest.SchemaURL(dbtest.PostgresURL(t), dbtest.NewSchema(t))
+}
+
+func TestServeStartsAnswersAndStopsOnSIGTERM(t *testing.T) {
+	databases(t, func(t *testing.T, url string) {
+		dataDir := t.TempDir()
+		env := map[string]string{
+			"SUPERAGENT_ADDR":         freeAddr(t),
+			"SUPERAGENT_DATA_DIR":     dataDir,
+			"SUPERAGENT_DATABASE_URL": url,
+		}
+		p := start(t, "serve", env, "serve")
+		p.waitHTTP("/healthz", 30*time.Second)
+		p.waitHTTP("/readyz", 10*time.Second)
+
+		token, err := os.ReadFile(filepath.Join(dataDir, "admin-token"))
+		require.NoError(t, err)
+		info, err := os.Stat(filepath.Join(dataDir, "admin-token"))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+		require.Contains(t, p.stdout.String(), strings.TrimSpace(string(token)), "a generated token is printed")
+
+		code, took := p.stop(10 * time.Second)
+		require.Equal(t, 0, code, "exit code after SIGTERM")
+		t.Logf("exited %d in %s", code, took)
+
+		// A second start keeps the stored token and does not print it again.
+		env["SUPERAGENT_ADDR"] = freeAddr(t)
+		again := start(t, "serve-again", env, "serve")
+		again.waitHTTP("/readyz", 30*time.Second)
+		require.NotContains(t, again.stdout.String(), strings.TrimSpace(string(token)))
+		code, _ = again.stop(10 * time.Second)
+		require.Equal(t, 0, code)
+	})
+}
+
+func TestBadConfigurationExitsWithOneLine(t *testing.T) {
+	p := start(t, "bad", map[string]string{"SUPERAGENT_GITHUB_APP_ID": "twelve"}, "serve")
+	<-p.done
+	require.Equal(t, 2, p.cmd.ProcessState.ExitCode())
+	out := strings.TrimSpace(p.stderr.String())
+	require.Equal(t, `superagent: configuration: SUPERAGENT_GITHUB_APP_ID: must be a positive integer, got "twelve"`, out)
+}
+
+func TestSIGTERMLetsRunningJobFinish(t *testing.T) {
+	databases(t, func(t *testing.T, url string) {
+		env := map[string]string{
+			"SUPERAGENT_ADDR":         freeAddr(t),
+			"SUPERAGENT_DATA_DIR":     t.TempDir(),
+			"SUPERAGENT_DATABASE_URL": url,
+		}
+		p := start(t, "serve", env, "serve")
+		p.waitHTTP("/readyz", 30*time.Second)
+
+		d, q := openQueue(t, url)
+		res, err := q.Insert(context.Background(), probe.Args{Sleep: 1500 * time.Millisecond}, nil)
+		require.NoError(t, err)
+		waitFor(t, 20*time.Second, "the probe to start", func() bool { return probeCount(t, d, res.Job.ID, "started") == 1 })
+
+		code, _ := p.stop(10 * time.Second)
+		require.Equal(t, 0, code)
+		require.Equal(t, 1, probeCount(t, d, res.Job.ID, "completed"), "the running job finished before exit")
+	})
+}
+
+// openQueue opens url with an insert-only River client for the test.
+func openQueue(t *testing.T, url string) (*db.DB, *queue.Queue) {
+	t.Helper()
+	d, err := db.Open(context.Background(), url, db.Options{MaxConns: 4})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	q := queue.New(d, queue.Config{InsertOnly: true, ID: "test-inserter"})
+	require.NoError(t, q.Init())
+	return d, q
+}
+
+func probeCount(t *testing.T, d *db.DB, jobID int64, event string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, d.QueryRow(context.Background(), "SELECT count(*) FROM probes WHERE job_id = $1 AND event = $2", jobID, event).Scan(&n))
+	return n
+}
+
+func TestWorkersOnOnePostgresWorkEachJobOnce(t *testing.T) {
+	url := postgresURL(t)
+	base := map[string]string{"SUPERAGENT_DATABASE_URL": url, "SUPERAGENT_DATA_DIR": t.TempDir()}
+	with := func(extra map[string]string) map[string]string {
+		env := map[string]string{}
+		for k, v := range base {
+			env[k] = v
+		}
+		for k, v := range extra {
+			env[k] = v
+		}
+		return env
+	}
+	serve := start(t, "serve", with(map[string]string{"SUPERAGENT_ADDR": freeAddr(t)}), "serve")
+	serve.waitHTTP("/readyz", 30*time.Second)
+	w1 := start(t, "worker-1", with(nil), "worker")
+	w2 := start(t, "worker-2", with(nil), "worker")
+	w1.waitLog(`"msg":"working"`, 30*time.Second)
+	w2.waitLog(`"msg":"working"`, 30*time.Second)
+
+	d, q := openQueue(t, url)
+	ctx := context.Background()
+	const jobs = 1000
+	params := make([]river.InsertManyParams, jobs)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: probe.Args{}}
+	}
+	for i := 0; i < jobs; i += 100 {
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
+			for _, p := range params[i : i+100] {
+				if _, err := q.InsertTx(ctx, tx, p.Args, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+
+	waitFor(t, 2*time.Minute, "1,000 probes to complete", func() bool {
+		var n int
+		require.NoError(t, d.QueryRow(ctx, "SELECT count(*) FROM probes WHERE event = 'completed'").Scan(&n))
+		return n == jobs
+	})
+	waitFor(t, time.Minute, "River to record every job completed", func() bool {
+		var n int
+		require.NoError(t, d.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE kind = 'probe' AND state = 'completed'").Scan(&n))
+		return n == jobs
+	})
+	var started, distinctJobs, workers, rerun int
+	require.NoError(t, d.QueryRow(ctx, "SELECT count(*), count(DISTINCT job_id) FROM probes WHERE event = 'started'").Scan(&started, &distinctJobs))
+	require.Equal(t, jobs, started, "every job started exactly once")
+	require.Equal(t, jobs, distinctJobs)
+	require.NoError(t, d.QueryRow(ctx, "SELECT count(DISTINCT worker) FROM probes").Scan(&workers))
+	require.NoError(t, d.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE kind = 'probe' AND attempt <> 1").Scan(&rerun))
+	require.Zero(t, rerun, "no job was attempted twice")
+	require.GreaterOrEqual(t, workers, 2, "the work was shared between processes")
+	t.Logf("1,000 jobs worked once each by %d processes", workers)
+
+	for _, p := range []*proc{w1, w2, serve} {
+		code, _ := p.stop(10 * time.Second)
+		require.Equal(t, 0, code, p.name)
+	}
+}
+
+func TestKilledWorkerJobIsRescuedAndCompletesOnce(t *testing.T) {
+	url := postgresURL(t)
+	env := func(extra ...string) map[string]string {
+		m := map[string]string{
+			"SUPERAGENT_DATABASE_URL":     url,
+			"SUPERAGENT_DATA_DIR":         t.TempDir(),
+			"SUPERAGENT_JOB_RESCUE_AFTER": "4s",
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[extra[i]] = extra[i+1]
+		}
+		return m
+	}
+	serve := start(t, "serve", env("SUPERAGENT_ADDR", freeAddr(t)), "serve")
+	serve.waitHTTP("/readyz", 30*time.Second)
+	worker := start(t, "worker", env(), "worker")
+	worker.waitLog(`"msg":"working"`, 30*time.Second)
+
+	d, q := openQueue(t, url)
+	ctx := context.Background()
+	res, err := q.Insert(ctx, probe.Args{Sleep: 2 * time.Second}, nil)
+	require.NoError(t, err)
+	waitFor(t, 20*time.Second, "the probe to start", func() bool { return probeCount(t, d, res.Job.ID, "started") == 1 })
+
+	var holder string
+	require.NoError(t, d.QueryRow(ctx, "SELECT worker FROM probes WHERE job_id = $1 AND event = 'started'", res.Job.ID).Scan(&holder))
+	victim, survivor := serve, worker
+	if strings.HasSuffix(holder, fmt.Sprintf("-%d", worker.cmd.Process.Pid)) {
+		victim, survivor = worker, serve
+	}
+	require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
+	<-victim.done
+
+	waitFor(t, 2*time.Minute, "the rescued probe to complete", func() bool { return probeCount(t, d, res.Job.ID, "completed") == 1 })
+	require.Equal(t, 2, probeCount(t, d, res.Job.ID, "started"), "started once in each process")
+	var completer string
+	require.NoError(t, d.QueryRow(ctx, "SELECT worker FROM probes WHERE job_id = $1 AND event = 'completed'", res.Job.ID).Scan(&completer))
+	require.True(t, strings.HasSuffix(completer, fmt.Sprintf("-%d", survivor.cmd.Process.Pid)), "completed by the survivor, got %s", completer)
+
+	waitFor(t, 30*time.Second, "River to record the job completed", func() bool {
+		job, err := q.JobGet(ctx, res.Job.ID)
+		require.NoError(t, err)
+		return job.State == "completed"
+	})
+	job, err := q.JobGet(ctx, res.Job.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, job.Attempt, "attempted once by the victim, once by the survivor")
+
+	code, _ := survivor.stop(10 * time.Second)
+	require.Equal(t, 0, code)
+}

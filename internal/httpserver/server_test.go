@@ -1,0 +1,97 @@
+package httpserver_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/httpserver"
+)
+
+func newServer(t *testing.T, ready error) *httptest.Server {
+	t.Helper()
+	s := httpserver.New(httpserver.Config{
+		APIBodyLimit:   64,
+		Ready:          func(context.Context) error { return ready },
+		Authenticators: []httpserver.Authenticator{httpserver.BearerToken{Token: "s3cret-admin-token"}},
+	})
+	s.API.Post("/echo", s.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		var body map[string]any
+		if err := httpserver.DecodeJSON(r, &body); err != nil {
+			return err
+		}
+		body["actor"] = httpserver.Actor(r.Context())
+		httpserver.WriteJSON(w, http.StatusOK, body)
+		return nil
+	}))
+	s.API.Get("/boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
+	s.API.Get("/fail", s.Handle(func(http.ResponseWriter, *http.Request) error {
+		return errors.New("database password is hunter2")
+	}))
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func do(t *testing.T, method, url, token, contentType, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func TestAPI(t *testing.T) {
+	srv := newServer(t, nil)
+	tests := []struct {
+		name, method, path, token, contentType, body string
+		status                                       int
+		contains                                     string
+	}{
+		{"no token", "POST", "/api/echo", "", "application/json", `{}`, 401, "authentication required"},
+		{"wrong token", "POST", "/api/echo", "s3cret-admin-tokeX", "application/json", `{}`, 401, "authentication required"},
+		{"unknown path needs auth first", "GET", "/api/nope", "", "", "", 401, "authentication required"},
+		{"unknown path", "GET", "/api/nope", "s3cret-admin-token", "", "", 404, "no such endpoint"},
+		{"ok", "POST", "/api/echo", "s3cret-admin-token", "application/json", `{"a":1}`, 200, `"actor":"admin"`},
+		{"malformed", "POST", "/api/echo", "s3cret-admin-token", "application/json", `{"a":`, 400, "malformed JSON"},
+		{"trailing data", "POST", "/api/echo", "s3cret-admin-token", "application/json", `{} {}`, 400, "data after"},
+		{"content type", "POST", "/api/echo", "s3cret-admin-token", "text/plain", `{}`, 415, "application/json"},
+		{"too large", "POST", "/api/echo", "s3cret-admin-token", "application/json", `{"a":"` + strings.Repeat("x", 100) + `"}`, 413, "too large"},
+		{"panic", "GET", "/api/boom", "s3cret-admin-token", "", "", 500, "internal error"},
+		{"cause hidden", "GET", "/api/fail", "s3cret-admin-token", "", "", 500, `{"error":"internal error"}`},
+		{"health", "GET", "/healthz", "", "", "", 200, "ok"},
+		{"ready", "GET", "/readyz", "", "", "", 200, "ready"},
+		{"metrics", "GET", "/metrics", "", "", "", 200, "superagent_http_requests_total"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := do(t, tt.method, srv.URL+tt.path, tt.token, tt.contentType, tt.body)
+			require.Equal(t, tt.status, status, body)
+			require.Contains(t, body, tt.contains)
+			require.NotContains(t, body, "hunter2")
+		})
+	}
+}
+
+func TestNotReady(t *testing.T) {
+	srv := newServer(t, errors.New("database migrations pending"))
+	status, body := do(t, "GET", srv.URL+"/readyz", "", "", "")
+	require.Equal(t, http.StatusServiceUnavailable, status)
+	require.Contains(t, body, "migrations pending")
+}

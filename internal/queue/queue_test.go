@@ -1,0 +1,67 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/dbtest"
+	"github.com/superagent-dev/superagent/internal/probe"
+	"github.com/superagent-dev/superagent/internal/queue"
+)
+
+func TestInsertTxFollowsTheTransaction(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		q := queue.New(d, queue.Config{ID: "test"})
+		queue.AddWorker(q, probe.NewWorker(d, "test", time.Now))
+		require.NoError(t, q.Init())
+
+		rolledBack := errors.New("roll back")
+		err := d.InTx(ctx, func(tx *db.Tx) error {
+			_, err := q.InsertTx(ctx, tx, probe.Args{}, nil)
+			require.NoError(t, err)
+			return rolledBack
+		})
+		require.ErrorIs(t, err, rolledBack)
+
+		var committed int64
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
+			res, err := q.InsertTx(ctx, tx, probe.Args{}, nil)
+			if err == nil {
+				committed = res.Job.ID
+			}
+			return err
+		}))
+
+		var jobs int
+		require.NoError(t, d.QueryRow(ctx, "SELECT count(*) FROM river_job").Scan(&jobs))
+		require.Equal(t, 1, jobs, "the rolled-back insert left no job")
+
+		require.NoError(t, q.Start(ctx))
+		t.Cleanup(func() { _ = q.Stop(context.Background()) })
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			var n int
+			require.NoError(t, d.QueryRow(ctx, "SELECT count(*) FROM probes WHERE job_id = $1 AND event = 'completed'", committed).Scan(&n))
+			if n == 1 {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "the committed job was not worked")
+			time.Sleep(20 * time.Millisecond)
+		}
+		stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		require.NoError(t, q.Stop(stopCtx))
+	})
+}
+
+func TestInsertBeforeInit(t *testing.T) {
+	q := queue.New(dbtest.SQLite(t), queue.Config{})
+	_, err := q.Insert(context.Background(), probe.Args{}, nil)
+	require.ErrorIs(t, err, queue.ErrNotInitialized)
+}
