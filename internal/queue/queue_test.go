@@ -3,6 +3,9 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -64,4 +67,21 @@ func TestInsertBeforeInit(t *testing.T) {
 	q := queue.New(dbtest.SQLite(t), queue.Config{})
 	_, err := q.Insert(context.Background(), probe.Args{}, nil)
 	require.ErrorIs(t, err, queue.ErrNotInitialized)
+}
+
+func TestUIHandlerServesJobs(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		q := queue.New(d, queue.Config{InsertOnly: true})
+		require.NoError(t, q.Init())
+		_, err := q.Insert(ctx, probe.Args{}, nil)
+		require.NoError(t, err)
+		h, err := q.UIHandler(ctx, "/admin/jobs", slog.New(slog.DiscardHandler))
+		require.NoError(t, err)
+
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/admin/jobs/api/jobs?state=available&limit=10", nil))
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		require.Contains(t, rec.Body.String(), `"kind":"probe"`)
+	})
 }
