@@ -178,7 +178,7 @@ func TestSecretsNeverReachStoreOrModel(t *testing.T) {
 			for _, secretValue := range []string{ghToken, apiKey, minted, url.QueryEscape(apiKey + "/")} {
 				require.NotContains(t, where, secretValue)
 			}
-			require.NotContains(t, where, base64.StdEncoding.EncodeToString([]byte("x-access-token:"+ghToken))[:24])
+			require.NotContains(t, where, base64.StdEncoding.EncodeToString([]byte("x-access-token:" + ghToken))[:24])
 			require.Contains(t, where, secret.Redacted)
 		}
 		require.Contains(t, sent.String(), "error: push failed for https://x-access-token:[REDACTED]@github.com")
