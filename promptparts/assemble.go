@@ -65,7 +65,7 @@ type Input struct {
 // the inferred-Ticket note (Executor). Everything that varies most comes
 // last, so that prompt caching reuses the longest prefix.
 func (s *Service) Assemble(ctx context.Context, in Input) (string, int64, error) {
-	head, err := s.store.head(ctx, s.db)
+	head, err := s.latestRevision(ctx)
 	if err != nil {
 		return "", 0, fmt.Errorf("assembling the %s prompt: %w", in.Role, err)
 	}
@@ -80,27 +80,54 @@ func (s *Service) AssembleAt(ctx context.Context, rev int64, in Input) (string, 
 	if err != nil {
 		return "", 0, fmt.Errorf("assembling the %s prompt at revision %d: %w", in.Role, rev, err)
 	}
+	if prompt, ok := c.outputs.get(in); ok {
+		return prompt, rev, nil
+	}
+	prompt, err := c.build(in)
+	if err != nil {
+		return "", 0, err
+	}
+	c.outputs.put(in, prompt)
+	return prompt, rev, nil
+}
+
+// build assembles the prompt of one revision for in.
+func (c *compiled) build(in Input) (string, error) {
 	var b strings.Builder
 	switch in.Role {
 	case RoleMain:
-		policySection := policy.Render(c.text(KeyPolicy), c.text(KeyPolicyNone), rev, c.settings.Policy)
-		b.Grow(len(c.mainPrefix) + len(policySection) + 1024)
+		b.Grow(len(c.mainPrefix) + len(c.policySection) + envSize(c, in.Environment))
 		b.WriteString(c.mainPrefix)
-		writeEnvironment(&b, c.text(KeyEnvironment), in.Environment)
-		b.WriteString(strings.TrimSpace(policySection))
+		writeEnvironment(&b, c, in.Environment)
+		b.WriteString(c.policySection)
 	case RoleExecutor:
-		b.Grow(len(c.executorPrefix) + 4096)
+		n := len(c.executorPrefix) + envSize(c, in.Environment) + 512
+		for _, f := range in.AgentsMD {
+			n += len(f.Path) + len(f.Text) + 8
+		}
+		for _, r := range in.InferredRules {
+			n += len(r.ID) + len(r.Name) + len(r.Instruction) + 8
+		}
+		b.Grow(n)
 		b.WriteString(c.executorPrefix)
 		writeAgentsMD(&b, in.AgentsMD)
-		writeEnvironment(&b, c.text(KeyEnvironment), in.Environment)
+		writeEnvironment(&b, c, in.Environment)
 		if len(in.InferredRules) > 0 {
 			writeInferred(&b, in.InferredRules)
 		}
 	default:
-		return "", 0, fmt.Errorf("assembling a prompt: unknown role %q", in.Role)
+		return "", fmt.Errorf("assembling a prompt: unknown role %q", in.Role)
 	}
-	out := strings.TrimRight(b.String(), "\n") + "\n"
-	return out, rev, nil
+	// Every part ends with a blank line; the prompt ends with one newline.
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+func envSize(c *compiled, vars []Var) int {
+	n := len(c.text(KeyEnvironment)) + 16
+	for _, v := range vars {
+		n += len(v.Name) + len(v.Value) + 8
+	}
+	return n
 }
 
 const sep = "\n\n"
@@ -114,22 +141,28 @@ func writePart(b *strings.Builder, text string) {
 	b.WriteString(sep)
 }
 
-// writeEnvironment fills {variables} with one "- name: value" line per Var.
-func writeEnvironment(b *strings.Builder, tmpl string, vars []Var) {
-	var lines strings.Builder
+// writeEnvironment fills {variables} with one "- name: value" line per Var,
+// writing straight into b: this runs on every model request.
+func writeEnvironment(b *strings.Builder, c *compiled, vars []Var) {
+	b.WriteString(c.envBefore)
 	for i, v := range vars {
 		if i > 0 {
-			lines.WriteByte('\n')
+			b.WriteByte('\n')
 		}
-		lines.WriteString("- ")
-		lines.WriteString(v.Name)
-		lines.WriteString(": ")
-		lines.WriteString(strings.ReplaceAll(strings.TrimSpace(v.Value), "\n", "\n  "))
+		b.WriteString("- ")
+		b.WriteString(v.Name)
+		b.WriteString(": ")
+		value := strings.TrimSpace(v.Value)
+		if strings.Contains(value, "\n") {
+			value = strings.ReplaceAll(value, "\n", "\n  ")
+		}
+		b.WriteString(value)
 	}
 	if len(vars) == 0 {
-		lines.WriteString("- (none)")
+		b.WriteString("- (none)")
 	}
-	writePart(b, strings.Replace(tmpl, "{variables}", lines.String(), 1))
+	b.WriteString(c.envAfter)
+	b.WriteString(sep)
 }
 
 func writeAgentsMD(b *strings.Builder, files []AgentsFile) {
@@ -163,6 +196,15 @@ type compiled struct {
 	texts          map[string]string
 	mainPrefix     string
 	executorPrefix string
+	// policySection depends on nothing but the revision either; it is
+	// rendered once and still sits last in the main Session's prompt.
+	policySection string
+	// envBefore and envAfter surround {variables} in the Environment
+	// template.
+	envBefore, envAfter string
+	// outputs keeps the prompts recently built from this revision: a Session
+	// asks again with the same input for every model request.
+	outputs outputCache
 }
 
 func (c *compiled) text(key string) string { return c.texts[key] }
@@ -209,7 +251,7 @@ func (s *Service) remember(c *compiled) {
 }
 
 func (s *Service) compile(rev int64, settings Settings) *compiled {
-	c := &compiled{revision: rev, settings: settings, texts: make(map[string]string, len(s.reg.keys))}
+	c := &compiled{revision: rev, settings: settings, texts: make(map[string]string, len(s.reg.keys)), outputs: newOutputCache()}
 	for _, key := range s.reg.keys {
 		if o, ok := settings.Overrides[key]; ok {
 			c.texts[key] = o.Text
@@ -229,6 +271,10 @@ func (s *Service) compile(rev int64, settings Settings) *compiled {
 	writePart(&b, c.texts[KeyAdmission])
 	writePart(&b, c.texts[KeyHandoffOrchestrator])
 	c.mainPrefix = b.String()
+	b.Reset()
+	writePart(&b, policy.Render(c.texts[KeyPolicy], c.texts[KeyPolicyNone], rev, settings.Policy))
+	c.policySection = b.String()
+	c.envBefore, c.envAfter, _ = strings.Cut(strings.TrimSpace(c.texts[KeyEnvironment]), "{variables}")
 
 	b.Reset()
 	writePart(&b, c.texts[KeyShared])
@@ -275,12 +321,20 @@ func teamSections(s Settings) string {
 	dr := s.Sections.DeliveryRequirements
 	var dFacts []string
 	if am := dr.AutoMerge; am.Enabled {
-		checks := "every check on the head commit is green"
-		if len(am.Checks) > 0 {
-			checks = "these checks pass: " + quoteList(am.Checks)
+		cond := "changes at most " + strconv.Itoa(am.MaxChangedLines) + " lines (added plus removed)"
+		switch am.Approvals {
+		case 0:
+		case 1:
+			cond += ", has at least 1 approving review"
+		default:
+			cond += ", has at least " + strconv.Itoa(am.Approvals) + " approving reviews"
 		}
-		dFacts = append(dFacts, "Auto-merge is allowed for a pull request of at most "+strconv.Itoa(am.MaxChangedLines)+
-			" changed lines when "+checks+" and it has at least "+strconv.Itoa(am.Approvals)+" approving reviews; `pr_merge` checks this.")
+		if len(am.Checks) > 0 {
+			cond += " and these checks pass: " + quoteList(am.Checks)
+		} else {
+			cond += " and every check on its head commit is green"
+		}
+		dFacts = append(dFacts, "Auto-merge is allowed only when a pull request "+cond+"; `pr_merge` checks this condition.")
 	} else {
 		dFacts = append(dFacts, "Auto-merge is off: never merge; a person merges.")
 	}

@@ -53,6 +53,7 @@ func newService(t testing.TB, d *db.DB, fsys fstest.MapFS) *Service {
 	s, err := New(Config{Defaults: fsys, Now: clock.Now}, d)
 	require.NoError(t, err)
 	require.NoError(t, s.Start(context.Background()))
+	t.Cleanup(s.Stop)
 	return s
 }
 

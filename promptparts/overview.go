@@ -52,7 +52,7 @@ type Overview struct {
 
 // Overview describes the latest revision part by part.
 func (s *Service) Overview(ctx context.Context) (Overview, error) {
-	if err := s.Start(ctx); err != nil {
+	if err := s.storeDefaults(ctx); err != nil {
 		return Overview{}, err
 	}
 	v, err := s.Latest(ctx)
@@ -176,7 +176,7 @@ func (s *Service) ReadPrompts(ctx context.Context) (PromptsSummary, error) {
 // team may have overridden it) or a team skill. ok is false for an unknown
 // name.
 func (s *Service) Skill(ctx context.Context, name string) (text string, rev int64, ok bool, err error) {
-	head, err := s.Head(ctx)
+	head, err := s.latestRevision(ctx)
 	if err != nil {
 		return "", 0, false, err
 	}

@@ -55,6 +55,8 @@ type Service struct {
 
 	cacheMu sync.Mutex
 	cache   map[int64]*compiled
+
+	watch headWatcher
 }
 
 // New reads and checks the built-in texts and returns the service. It does
@@ -83,9 +85,20 @@ func New(cfg Config, d *db.DB) (*Service, error) {
 func (s *Service) Registry() *Registry { return s.reg }
 
 // Start stores every default text of this release by SHA-256, so that the
-// base of any override can be shown after a later release changed it. Call
-// it at start-up; saves call it too if nobody did.
+// base of any override can be shown after a later release changed it, and on
+// PostgreSQL starts listening for saves so that Assemble needs no query per
+// call. The listener runs until ctx ends or Stop is called. Call Start at
+// start-up; without it everything still works, with one head-revision query
+// per Assemble, and saves store the defaults themselves.
 func (s *Service) Start(ctx context.Context) error {
+	if err := s.storeDefaults(ctx); err != nil {
+		return err
+	}
+	s.startWatching(ctx)
+	return nil
+}
+
+func (s *Service) storeDefaults(ctx context.Context) error {
 	if s.defaultsStored.Load() {
 		return nil
 	}
@@ -172,7 +185,7 @@ type SaveResult struct {
 // *ValidationError listing every problem; in both cases nothing is written.
 // A save that changes nothing creates no version.
 func (s *Service) Save(ctx context.Context, p Patch, meta SaveMeta) (SaveResult, error) {
-	if err := s.Start(ctx); err != nil {
+	if err := s.storeDefaults(ctx); err != nil {
 		return SaveResult{}, err
 	}
 	return s.commit(ctx, p.BaseRevision, meta, p.Note, p.Request, nil, func(tx *db.Tx, head Settings) (Settings, problems, error) {
@@ -215,7 +228,7 @@ func hasKey(ps []Problem, key string) bool {
 // top of base. Revision 0 restores the defaults. Parts the current release
 // no longer ships are dropped; the result must pass today's validation.
 func (s *Service) Restore(ctx context.Context, rev, base int64, meta SaveMeta, note string) (SaveResult, error) {
-	if err := s.Start(ctx); err != nil {
+	if err := s.storeDefaults(ctx); err != nil {
 		return SaveResult{}, err
 	}
 	old, err := s.Version(ctx, rev)
@@ -294,6 +307,9 @@ func (s *Service) commit(ctx context.Context, base int64, meta SaveMeta, note, r
 		if err := s.store.insert(ctx, tx, info, nextJSON); err != nil {
 			return err
 		}
+		if err := s.notify(ctx, tx, info.Revision); err != nil {
+			return fmt.Errorf("announcing prompt revision %d: %w", info.Revision, err)
+		}
 		result = SaveResult{Revision: info.Revision}
 		saved = s.compile(info.Revision, next)
 		return nil
@@ -310,6 +326,7 @@ func (s *Service) commit(ctx context.Context, base int64, meta SaveMeta, note, r
 	}
 	if saved != nil {
 		s.remember(saved)
+		s.watch.advance(saved.revision)
 	}
 	return result, nil
 }
