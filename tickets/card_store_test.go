@@ -1,0 +1,161 @@
+package tickets_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/dbtest"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+func fixedNow() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }
+
+func newCard(delivery int64, key, text string) tickets.NewCard {
+	return tickets.NewCard{
+		DeliveryID: delivery,
+		Source:     tickets.SourceGitHub,
+		Kind:       "comment",
+		Thread:     tickets.Thread{Source: tickets.SourceGitHub, Key: key, Repo: "octo/repo", Number: 12, Title: "Crash on start"},
+		Author:     tickets.Author{ID: "7", Login: "alice", Type: tickets.AuthorUser, Permission: "write"},
+		References: []tickets.Reference{{Repo: "octo/repo", Number: 3}},
+		Text:       text,
+	}
+}
+
+// delivery inserts a bare delivery row so cards can point at it.
+func delivery(t *testing.T, d *db.DB, key string) int64 {
+	t.Helper()
+	var id int64
+	err := d.QueryRow(context.Background(), `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
+VALUES ('github', $1, 'issue_comment', $2, $3, 'received') RETURNING id`, key, []byte("{}"), fixedNow()).Scan(&id)
+	require.NoError(t, err)
+	return id
+}
+
+func TestAdmit(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := tickets.New(tickets.Config{Now: fixedNow})
+
+		t.Run("candidate, truncation and full text", func(t *testing.T) {
+			long := strings.Repeat("é", 30) + "tail"
+			var hooked []int64
+			hook := tickets.HookFunc(func(_ context.Context, _ *db.Tx, c tickets.Card) error {
+				hooked = append(hooked, c.ID)
+				return nil
+			})
+			var c tickets.Card
+			da := delivery(t, d, "a")
+			require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
+				c, err = s.Admit(ctx, tx, newCard(da, "github:octo/repo#12", long), 30, hook)
+				return err
+			}))
+			require.Equal(t, tickets.CardCandidate, c.State)
+			require.True(t, c.Truncated)
+			require.Equal(t, strings.Repeat("é", 30), c.Text)
+			require.Equal(t, []int64{c.ID}, hooked)
+
+			got, err := s.Card(ctx, d, c.ID)
+			require.NoError(t, err)
+			require.Equal(t, c.Text, got.Text)
+			require.Equal(t, 34, got.TextChars)
+			require.Equal(t, "alice", got.Author.Login)
+			require.Equal(t, []tickets.Reference{{Repo: "octo/repo", Number: 3}}, got.References)
+			require.Equal(t, "Crash on start", got.Thread.Title)
+			full, err := s.FullText(ctx, d, c.ID)
+			require.NoError(t, err)
+			require.Equal(t, long, full)
+		})
+
+		t.Run("a second card for one delivery is refused", func(t *testing.T) {
+			id := delivery(t, d, "b")
+			require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
+				_, err := s.Admit(ctx, tx, newCard(id, "github:octo/repo#13", "hi"), 0)
+				return err
+			}))
+			err := d.InTx(ctx, func(tx *db.Tx) error {
+				_, err := s.Admit(ctx, tx, newCard(id, "github:octo/repo#13", "hi"), 0)
+				return err
+			})
+			require.True(t, errors.Is(err, tickets.ErrDuplicate), "%v", err)
+		})
+
+		t.Run("follow-up for subscribed tickets, reply where the bot spoke", func(t *testing.T) {
+			key := "github:octo/repo#14"
+			var c tickets.Card
+			var t1, t2 tickets.Ticket
+			dc := delivery(t, d, "c")
+			require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
+				th, err := s.UpsertThread(ctx, tx, tickets.Thread{Source: tickets.SourceGitHub, Key: key, Repo: "octo/repo", Number: 14, HeadRef: "fix-14"})
+				if err != nil {
+					return err
+				}
+				if t1, err = s.CreateTicket(ctx, tx, tickets.Ticket{Title: "one", Repo: "octo/repo"}); err != nil {
+					return err
+				}
+				if t2, err = s.CreateTicket(ctx, tx, tickets.Ticket{Title: "two", Repo: "octo/repo"}); err != nil {
+					return err
+				}
+				for _, tk := range []int64{t2.ID, t1.ID, t1.ID} {
+					if err := s.Subscribe(ctx, tx, tk, th.ID); err != nil {
+						return err
+					}
+				}
+				if err := s.MarkBotSpoke(ctx, tx, key); err != nil {
+					return err
+				}
+				c, err = s.Admit(ctx, tx, newCard(dc, key, "thanks"), 0)
+				return err
+			}))
+			require.Equal(t, tickets.CardFollowUp, c.State)
+			require.Equal(t, t1.ID, c.TicketID)
+			require.True(t, c.Addressed)
+			require.Equal(t, "reply", c.AddressedWhy)
+			ids, err := s.FollowUpTickets(ctx, d, c.ID)
+			require.NoError(t, err)
+			require.Equal(t, []int64{t1.ID, t2.ID}, ids)
+			notices, err := s.PendingNotices(ctx, d, 10)
+			require.NoError(t, err)
+			require.Len(t, notices, 2)
+			require.NoError(t, s.MarkNoticesDelivered(ctx, d, []int64{notices[0].ID}))
+			notices, err = s.PendingNotices(ctx, d, 10)
+			require.NoError(t, err)
+			require.Len(t, notices, 1)
+
+			tracked, err := s.TrackedBranch(ctx, d, "octo/repo", "fix-14")
+			require.NoError(t, err)
+			require.True(t, tracked)
+			tracked, err = s.TrackedBranch(ctx, d, "octo/repo", "other")
+			require.NoError(t, err)
+			require.False(t, tracked)
+			th, ok, err := s.PullThreadForBranch(ctx, d, "octo/repo", "fix-14")
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, key, th.Key)
+		})
+
+		t.Run("list newest first and state changes", func(t *testing.T) {
+			cards, err := s.ListCards(ctx, d, 2)
+			require.NoError(t, err)
+			require.Len(t, cards, 2)
+			require.Greater(t, cards[0].ID, cards[1].ID)
+			require.NoError(t, s.SetCardState(ctx, d, cards[1].ID, tickets.CardIgnored, 0))
+			got, err := s.Card(ctx, d, cards[1].ID)
+			require.NoError(t, err)
+			require.Equal(t, tickets.CardIgnored, got.State)
+			_, err = s.Card(ctx, d, 9999)
+			require.ErrorIs(t, err, tickets.ErrNotFound)
+			cands, err := s.Candidates(ctx, d, 10)
+			require.NoError(t, err)
+			for _, c := range cands {
+				require.Equal(t, tickets.CardCandidate, c.State)
+			}
+		})
+	})
+}
