@@ -19,6 +19,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/probe"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/migrations"
+	"github.com/superagent-dev/superagent/promptparts"
 )
 
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
@@ -61,6 +62,15 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer, withHTTP 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	prompts, err := promptparts.New(promptparts.Config{Logger: logger}, d)
+	if err != nil {
+		return err
+	}
+	if err := prompts.Start(ctx); err != nil {
+		return err
+	}
+	defer prompts.Stop()
+
 	q := queue.New(d, queue.Config{Logger: logger, Registerer: reg, RescueAfter: cfg.RescueAfter})
 	queue.AddWorker(q, probe.NewWorker(d, q.ID(), time.Now))
 	if err := q.Init(); err != nil {
@@ -82,6 +92,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer, withHTTP 
 			Ready:          readiness(d, &migrated),
 			Authenticators: []httpserver.Authenticator{httpserver.BearerToken{Token: token}},
 		})
+		prompts.Routes(hs.API)
 		srv = &http.Server{
 			Handler:           hs,
 			ReadHeaderTimeout: 10 * time.Second,

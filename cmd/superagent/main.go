@@ -22,6 +22,7 @@ Usage:
   superagent serve     run the HTTP server and workers (migrates at start)
   superagent worker    run workers only; start several to scale out
   superagent migrate   apply database migrations and exit
+  superagent prompts   export, import or diff the team's prompt configuration
   superagent version   print the version
 
 Configuration comes from SUPERAGENT_* environment variables; see README.md.
@@ -44,7 +45,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "serve", "worker", "migrate":
+	case "serve", "worker", "migrate", "prompts":
 	default:
 		fmt.Fprintf(stderr, "superagent: unknown command %q\n\n%s", args[0], usage)
 		return 2
@@ -58,6 +59,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	defer stop()
 
 	switch args[0] {
+	case "prompts":
+		return promptsCommand(ctx, cfg, args[1:], stdout, stderr)
 	case "serve":
 		err = serve(ctx, cfg, stdout, stderr, true)
 	case "worker":

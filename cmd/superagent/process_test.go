@@ -390,3 +390,46 @@ func TestKilledWorkerJobIsRescuedAndCompletesOnce(t *testing.T) {
 	code, _ := survivor.stop(10 * time.Second)
 	require.Equal(t, 0, code)
 }
+
+func TestPromptsCommandsRoundTrip(t *testing.T) {
+	databases(t, func(t *testing.T, url string) {
+		env := map[string]string{"SUPERAGENT_DATABASE_URL": url, "SUPERAGENT_DATA_DIR": t.TempDir()}
+		runCmd := func(args ...string) (int, string, string) {
+			cmd := exec.Command(binPath, args...)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			for k, v := range env {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			_ = cmd.Run()
+			return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+		}
+		dir := filepath.Join(t.TempDir(), "prompts")
+		code, out, stderr := runCmd("prompts", "export", dir)
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, out, "exported revision 0")
+
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "sections", "communication.md"), []byte("Answer in one sentence.\n"), 0o644))
+		code, out, _ = runCmd("prompts", "diff", dir)
+		require.Equal(t, 0, code)
+		require.Contains(t, out, "+Answer in one sentence.")
+
+		code, out, stderr = runCmd("prompts", "import", dir)
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, out, "saved revision 1")
+
+		code, _, stderr = runCmd("prompts", "import", dir)
+		require.Equal(t, 1, code, "importing again on the now stale base is refused")
+		require.Contains(t, stderr, "latest revision is 1")
+
+		code, out, _ = runCmd("prompts", "diff", "-from", "0", "-to", "1")
+		require.Equal(t, 0, code)
+		require.Contains(t, out, "+Answer in one sentence.")
+
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.json"), []byte(`{"mode":"sometimes","rules":[{"id":"","name":""}]}`), 0o644))
+		code, _, stderr = runCmd("prompts", "import", "-base", "1", dir)
+		require.Equal(t, 1, code)
+		require.Contains(t, stderr, "the configuration is invalid")
+	})
+}
