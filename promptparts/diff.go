@@ -50,6 +50,8 @@ type Change struct {
 
 // Diff is the difference between two configurations.
 type Diff struct {
+	// From and To are the revisions compared; To is -1 when the new side is
+	// a directory (DiffDir).
 	From    int64    `json:"from"`
 	To      int64    `json:"to"`
 	Changes []Change `json:"changes"`

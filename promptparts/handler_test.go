@@ -115,6 +115,7 @@ func TestConfigAPI(t *testing.T) {
 
 		status, body = call(t, srv, "POST", "/api/config", `{"base_revision": 1, "skills": {"identities": "alice is @alice"}}`)
 		require.Equal(t, http.StatusCreated, status)
+		require.Equal(t, map[string]any{"revision": float64(2)}, body)
 
 		status, body = call(t, srv, "GET", "/api/config/versions", "")
 		require.Equal(t, http.StatusOK, status)
@@ -146,6 +147,7 @@ func TestConfigAPI(t *testing.T) {
 		require.Equal(t, float64(2), body["head_revision"])
 		status, body = call(t, srv, "POST", "/api/config/versions/1/restore", `{}`)
 		require.Equal(t, http.StatusUnprocessableEntity, status)
+		require.Equal(t, "base_revision", body["problems"].([]any)[0].(map[string]any)["key"])
 		status, body = call(t, srv, "POST", "/api/config/versions/1/restore", `{"base_revision": 2}`)
 		require.Equal(t, http.StatusCreated, status)
 		require.Equal(t, map[string]any{"revision": float64(3)}, body)
