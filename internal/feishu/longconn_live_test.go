@@ -88,4 +88,3 @@ func TestLongConnSplitFrames(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, [][]byte{msg}, rec.all())
 }
-
