@@ -99,7 +99,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer, withHTTP 
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		}
-		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+		if ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Addr); err != nil {
 			return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 		}
 	}

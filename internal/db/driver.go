@@ -25,7 +25,7 @@ func pgExec(ctx context.Context, c pgConn, query string, args []any) (int64, err
 }
 
 func pgQuery(ctx context.Context, c pgConn, query string, args []any) (Rows, error) {
-	rows, err := c.Query(ctx, query, args...)
+	rows, err := c.Query(ctx, query, args...) //nolint:sqlclosecheck // returned to the caller, who closes it
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func sqlExec(ctx context.Context, c sqlConn, query string, args []any) (int64, e
 }
 
 func sqlQuery(ctx context.Context, c sqlConn, query string, args []any) (Rows, error) {
-	rows, err := c.QueryContext(ctx, query, args...)
+	rows, err := c.QueryContext(ctx, query, args...) //nolint:rowserrcheck,sqlclosecheck // returned to the caller, who checks and closes it
 	if err != nil {
 		return nil, err
 	}

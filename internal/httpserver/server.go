@@ -6,6 +6,7 @@ package httpserver
 
 import (
 	"context"
+	"errors"
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
@@ -169,7 +170,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
+				if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 					panic(p)
 				}
 				s.logger.Error("panic in HTTP handler", "panic", p, "path", r.URL.Path, "request_id", middleware.GetReqID(r.Context()))
