@@ -6,8 +6,8 @@ package httpserver
 
 import (
 	"context"
-	"errors"
 	"crypto/subtle"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
