@@ -136,3 +136,26 @@ func Validate(p Policy) []Problem {
 	}
 	return problems
 }
+
+// CheckInferred is the host's check of an inferred Ticket (SPEC §7): the
+// mode must allow inferring and the Ticket must name at least one rule, each
+// of them enabled. It returns nil, or an error whose message can be given
+// back to the model as the refusal reason.
+func (p Policy) CheckInferred(ruleIDs []string) error {
+	if p.Mode == Explicit || !p.Mode.Valid() {
+		return fmt.Errorf("the accept mode is %s: only explicit requests become Tickets", p.Mode)
+	}
+	if len(ruleIDs) == 0 {
+		return fmt.Errorf("an inferred Ticket must name at least one enabled policy rule")
+	}
+	for _, id := range ruleIDs {
+		r, ok := p.Rule(id)
+		switch {
+		case !ok:
+			return fmt.Errorf("no policy rule has the id %q", id)
+		case !r.Enabled:
+			return fmt.Errorf("policy rule %q is not enabled", id)
+		}
+	}
+	return nil
+}

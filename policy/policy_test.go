@@ -70,3 +70,30 @@ func TestRender(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckInferred(t *testing.T) {
+	rules := []Rule{{ID: "on", Name: "On", Instruction: "i", Enabled: true}, {ID: "off", Name: "Off", Instruction: "i"}}
+	tests := []struct {
+		name  string
+		mode  Mode
+		ids   []string
+		error string
+	}{
+		{"explicit mode infers nothing", Explicit, []string{"on"}, "the accept mode is explicit: only explicit requests become Tickets"},
+		{"no rule named", Propose, nil, "an inferred Ticket must name at least one enabled policy rule"},
+		{"unknown rule", Auto, []string{"on", "nope"}, `no policy rule has the id "nope"`},
+		{"disabled rule", Auto, []string{"off"}, `policy rule "off" is not enabled`},
+		{"propose with an enabled rule", Propose, []string{"on"}, ""},
+		{"auto with an enabled rule", Auto, []string{"on"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Policy{Mode: tt.mode, Rules: rules}.CheckInferred(tt.ids)
+			if tt.error == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, tt.error)
+		})
+	}
+}

@@ -264,3 +264,24 @@ func TestPolicyChangeKeepsThePrefix(t *testing.T) {
 		require.Contains(t, after[cut:], "- Dependency updates (deps): Apply patch-level dependency updates.")
 	})
 }
+
+func TestCurrent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := newService(t, d, testDefaults())
+		st, rev, err := s.Current(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(0), rev)
+		require.Equal(t, DefaultSettings(), st)
+		save(t, s, teamConfig)
+		st, rev, err = s.Current(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), rev)
+		require.Equal(t, 40, st.Sections.DeliveryRequirements.AutoMerge.MaxChangedLines)
+		require.NoError(t, st.Policy.CheckInferred([]string{"flaky-tests"}))
+		st.Policy.Rules[0].Enabled = false
+		again, _, err := s.Current(ctx)
+		require.NoError(t, err)
+		require.True(t, again.Policy.Rules[0].Enabled, "callers get a copy")
+	})
+}

@@ -157,6 +157,22 @@ func (s *Service) Latest(ctx context.Context) (Version, error) {
 	return s.Version(ctx, head)
 }
 
+// Current returns the latest configuration and its revision, as cheaply as
+// Assemble reads it: for the host's checks of the settings it enforces
+// (agent line, review bots, auto-merge, commit author, policy). The result
+// is the caller's own copy.
+func (s *Service) Current(ctx context.Context) (Settings, int64, error) {
+	head, err := s.latestRevision(ctx)
+	if err != nil {
+		return Settings{}, 0, err
+	}
+	c, err := s.compiled(ctx, head)
+	if err != nil {
+		return Settings{}, 0, err
+	}
+	return c.settings.clone(), head, nil
+}
+
 // Versions lists versions newest first: at most limit (default 100), older
 // than before when before > 0.
 func (s *Service) Versions(ctx context.Context, before int64, limit int) ([]VersionInfo, error) {
