@@ -34,14 +34,11 @@ func (r *Runtime) rollover(ctx context.Context, s *Session, conv *conversation, 
 	rec.Purpose = "handoff"
 	var next *Session
 	err = r.d.InTx(ctx, func(tx *db.Tx) error {
-		if err := r.store.recordRequest(ctx, tx, rec); err != nil {
-			return err
-		}
 		if _, err := r.store.insertMessage(ctx, tx, s.ID, Message{Role: model.RoleUser, Content: ask}); err != nil {
 			return err
 		}
-		if _, err := r.store.insertMessage(ctx, tx, s.ID, Message{Role: model.RoleAssistant, Content: handoff,
-			Reasoning: resp.Reasoning, RequestID: rec.ID}); err != nil {
+		if err := r.store.recordRequest(ctx, tx, rec, &Message{Role: model.RoleAssistant, Content: handoff,
+			Reasoning: resp.Reasoning}); err != nil {
 			return err
 		}
 		if err := r.store.setState(ctx, tx, s.ID, StateRolledOver, ReasonRollover); err != nil {

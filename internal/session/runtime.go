@@ -366,14 +366,12 @@ func (r *Runtime) step(ctx context.Context, s *Session, conv *conversation, tool
 		return err
 	}
 	rec.Purpose = purpose
-	var m Message
+	m := Message{Role: model.RoleAssistant, Content: resp.Content, Reasoning: resp.Reasoning, ToolCalls: resp.ToolCalls}
 	err = r.d.InTx(ctx, func(tx *db.Tx) error {
-		if err := r.store.recordRequest(ctx, tx, rec); err != nil {
+		if err := r.store.relaxCommit(ctx, tx); err != nil {
 			return err
 		}
-		m, err = r.store.insertMessage(ctx, tx, s.ID, Message{Role: model.RoleAssistant, Content: resp.Content,
-			Reasoning: resp.Reasoning, ToolCalls: resp.ToolCalls, RequestID: rec.ID})
-		return err
+		return r.store.recordRequest(ctx, tx, rec, &m)
 	})
 	if err != nil {
 		return err

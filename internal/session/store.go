@@ -271,9 +271,10 @@ func (st *Store) Messages(ctx context.Context, q db.Querier, sessionID, afterSeq
 	return out, rows.Err()
 }
 
-// recordRequest stores a model request and its answer, and adds the usage
-// to the Session's totals, in q.
-func (st *Store) recordRequest(ctx context.Context, q db.Querier, r *Request) error {
+// recordRequest stores a model request, adds its usage to the Session's
+// totals and, when answer is not nil, stores the answer as the next
+// message, in q.
+func (st *Store) recordRequest(ctx context.Context, q db.Querier, r *Request, answer *Message) error {
 	u := r.Usage
 	err := q.QueryRow(ctx, `INSERT INTO session_requests (session_id, prompt_revision, prompt_sha256, model,
 		response_model, purpose, finish_reason, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
@@ -284,12 +285,44 @@ func (st *Store) recordRequest(ctx context.Context, q db.Querier, r *Request) er
 	if err != nil {
 		return fmt.Errorf("recording model request of session %d: %w", r.SessionID, err)
 	}
-	_, err = q.Exec(ctx, `UPDATE sessions SET requests = requests + 1, input_tokens = input_tokens + $2,
+	// One statement adds the usage and allocates the answer's number.
+	var seq int64
+	err = q.QueryRow(ctx, `UPDATE sessions SET requests = requests + 1, input_tokens = input_tokens + $2,
 		output_tokens = output_tokens + $3, cache_read_tokens = cache_read_tokens + $4,
-		cache_write_tokens = cache_write_tokens + $5, reasoning_tokens = reasoning_tokens + $6, cost = cost + $7
-		WHERE id = $1`, r.SessionID, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Reasoning, u.Cost)
+		cache_write_tokens = cache_write_tokens + $5, reasoning_tokens = reasoning_tokens + $6, cost = cost + $7,
+		last_seq = last_seq + $8, updated_at = $9
+		WHERE id = $1 RETURNING last_seq`, r.SessionID, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Reasoning, u.Cost,
+		btoi(answer != nil), r.CreatedAt).Scan(&seq)
 	if err != nil {
 		return fmt.Errorf("adding usage to session %d: %w", r.SessionID, err)
+	}
+	if answer == nil {
+		return nil
+	}
+	answer.RequestID = r.ID
+	*answer, err = st.insertMessageAt(ctx, q, r.SessionID, seq, *answer)
+	return err
+}
+
+func btoi(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// relaxCommit lets a PostgreSQL transaction commit without waiting for its
+// WAL flush. Only records whose loss in a database crash is safe use it: a
+// model request and its answer (the model is asked again) and a tool result
+// (the durable intent then reports the call interrupted). A later
+// synchronous commit flushes them anyway. SQLite in WAL mode with
+// synchronous=NORMAL already behaves so.
+func (st *Store) relaxCommit(ctx context.Context, tx *db.Tx) error {
+	if st.d.Dialect() != db.Postgres {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO OFF`); err != nil {
+		return fmt.Errorf("relaxing commit: %w", err)
 	}
 	return nil
 }

@@ -67,6 +67,9 @@ func (st *Store) recordIntent(ctx context.Context, q db.Querier, sessionID int64
 func (st *Store) recordResult(ctx context.Context, sessionID int64, call model.ToolCall, started bool, state, result string) (Message, error) {
 	var stored Message
 	err := st.d.InTx(ctx, func(tx *db.Tx) error {
+		if err := st.relaxCommit(ctx, tx); err != nil {
+			return err
+		}
 		now := st.now().UTC()
 		var err error
 		if started {
