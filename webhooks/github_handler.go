@@ -1,0 +1,148 @@
+package webhooks
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/httpserver"
+)
+
+// githubHeaders are the request headers kept with a delivery.
+var githubHeaders = []string{
+	"X-GitHub-Hook-ID", "X-GitHub-Hook-Installation-Target-Type", "X-GitHub-Hook-Installation-Target-ID", "User-Agent",
+}
+
+// handleGitHub receives one GitHub webhook. Order matters: nothing about
+// the body is trusted, or even read whole, before its signature checks out.
+func (s *Service) handleGitHub(w http.ResponseWriter, r *http.Request) {
+	s.handle(s.receiveGitHub)(w, r)
+}
+
+func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
+	cfg := s.cfg.GitHub
+	if cfg.WebhookSecret == "" {
+		return httpserver.Errorf(http.StatusNotFound, "GitHub webhooks are not configured")
+	}
+	event := r.Header.Get("X-GitHub-Event")
+	if r.ContentLength > cfg.MaxBody {
+		s.metrics.count("github", event, "rejected")
+		return httpserver.Errorf(http.StatusRequestEntityTooLarge, "request body too large")
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		s.metrics.count("github", event, "rejected")
+		return httpserver.Errorf(http.StatusUnsupportedMediaType, "content type must be application/json (set the webhook's content type to JSON)")
+	}
+	sig, ok := strings.CutPrefix(r.Header.Get("X-Hub-Signature-256"), "sha256=")
+	if !ok {
+		s.metrics.count("github", event, "rejected")
+		return httpserver.Errorf(http.StatusUnauthorized, "missing X-Hub-Signature-256")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, cfg.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.metrics.count("github", event, "rejected")
+			return httpserver.Errorf(http.StatusRequestEntityTooLarge, "request body too large")
+		}
+		return &httpserver.Error{Status: http.StatusBadRequest, Message: "reading request body failed", Err: err}
+	}
+	if !validSignature(cfg.WebhookSecret, body, sig) {
+		s.metrics.count("github", event, "rejected")
+		return httpserver.Errorf(http.StatusUnauthorized, "signature does not match")
+	}
+	if target := r.Header.Get("X-GitHub-Hook-Installation-Target-ID"); target != "" && cfg.AppID != 0 && target != strconv.FormatInt(cfg.AppID, 10) {
+		s.metrics.count("github", event, "rejected")
+		return httpserver.Errorf(http.StatusForbidden, "webhook is for another GitHub App")
+	}
+	guid := r.Header.Get("X-GitHub-Delivery")
+	if event == "" || guid == "" || len(guid) > 200 || len(event) > 100 {
+		s.metrics.count("github", event, "rejected")
+		return httpserver.Errorf(http.StatusBadRequest, "missing or invalid X-GitHub-Event or X-GitHub-Delivery")
+	}
+	if event == "ping" {
+		s.metrics.count("github", event, "accepted")
+		httpserver.WriteJSON(w, http.StatusOK, map[string]string{"status": "pong"})
+		return nil
+	}
+
+	d := Delivery{
+		Source: "github", DedupeKey: guid, Event: event, Headers: map[string]string{},
+		Body: body, ReceivedAt: s.now(), State: DeliveryReceived,
+	}
+	for _, h := range githubHeaders {
+		if v := r.Header.Get(h); v != "" {
+			d.Headers[h] = v
+		}
+	}
+	outcome := "accepted"
+	switch {
+	case !githubEvents[event]:
+		// Kept as a record, without the body nobody will read.
+		d.State, d.Error, d.Body, outcome = DeliveryIgnored, "event "+event+" is not processed", nil, "ignored"
+	case !json.Valid(body):
+		d.State, d.Error, outcome = DeliveryFailed, "malformed JSON payload", "malformed"
+	}
+	id, dup, err := s.record(r, d)
+	if err != nil {
+		return err
+	}
+	if dup {
+		s.metrics.count("github", event, "duplicate")
+		httpserver.WriteJSON(w, http.StatusOK, map[string]any{"status": "duplicate"})
+		return nil
+	}
+	s.metrics.count("github", event, outcome)
+	httpserver.WriteJSON(w, http.StatusAccepted, map[string]any{"status": d.State, "delivery": id})
+	return nil
+}
+
+// record writes the delivery and, when it is to be processed, its job, in
+// one transaction.
+func (s *Service) record(r *http.Request, d Delivery) (id int64, dup bool, err error) {
+	ctx := r.Context()
+	err = s.d.InTx(ctx, func(tx *db.Tx) error {
+		id, dup, err = insertDelivery(ctx, tx, d)
+		if err != nil || dup || d.State != DeliveryReceived {
+			return err
+		}
+		if _, err := s.q.InsertTx(ctx, tx, ProcessArgs{DeliveryID: id}, nil); err != nil {
+			return fmt.Errorf("enqueueing delivery %d: %w", id, err)
+		}
+		return nil
+	})
+	return id, dup, err
+}
+
+// validSignature checks sig (hex, without "sha256=") against the body's
+// HMAC-SHA256 in constant time.
+func validSignature(secret string, body []byte, sig string) bool {
+	got, err := hex.DecodeString(sig)
+	if err != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return hmac.Equal(mac.Sum(nil), got)
+}
+
+// Sign returns the X-Hub-Signature-256 value GitHub sends for body, for
+// tests and load generators.
+func Sign(secret string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+func (s *Service) handle(fn httpserver.HandlerFunc) http.HandlerFunc {
+	return httpserver.HandleWith(s.logger, fn)
+}

@@ -1,0 +1,136 @@
+// Package webhooks is superagent's ingestion: it receives GitHub App
+// webhooks (and Feishu events), verifies them before reading them, stores
+// each delivery raw and enqueues its processing in one transaction, and
+// answers at once. The processing job turns a delivery into a Trigger card
+// in its Thread (through package tickets), keeps the list of installations
+// and repositories, and drops what concerns nobody. It also serves the card
+// list under /api/cards.
+package webhooks
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/githubapp"
+	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// DefaultGitHubMaxBody is GitHub's own cap on webhook payloads.
+const DefaultGitHubMaxBody = 25 << 20
+
+// Config configures ingestion. The zero value of each field is the
+// documented default.
+type Config struct {
+	// GitHub configures POST /webhooks/github.
+	GitHub GitHubConfig
+	// TextLimit is the number of characters of text a card carries before
+	// it is truncated. Default tickets.DefaultTextLimit (4,000).
+	TextLimit int
+	// PermissionTTL is how long a GitHub permission level read from the API
+	// is reused. Default 10 minutes.
+	PermissionTTL time.Duration
+	// Hooks are told about every card inside the transaction that stores
+	// it; the routing issue plugs its debounced route job in here.
+	Hooks []tickets.Hook
+	// Registerer receives the deliveries counter. Default: none.
+	Registerer prometheus.Registerer
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// GitHubConfig configures the GitHub endpoint.
+type GitHubConfig struct {
+	// WebhookSecret verifies X-Hub-Signature-256. Without it the endpoint
+	// answers 404.
+	WebhookSecret string
+	// AppID, when set, must match X-GitHub-Hook-Installation-Target-ID
+	// whenever GitHub sends that header.
+	AppID int64
+	// Slug is the App's slug; its bot account is "<slug>[bot]". Events from
+	// that account are dropped and "@<slug>" addresses the bot. Default:
+	// read once from the API (GET /app) when a GitHub client is given.
+	Slug string
+	// MaxBody caps the request body. Default DefaultGitHubMaxBody (25 MB).
+	MaxBody int64
+}
+
+// Service receives and processes deliveries.
+type Service struct {
+	cfg     Config
+	d       *db.DB
+	q       *queue.Queue
+	gh      *githubapp.Client
+	logger  *slog.Logger
+	store   *tickets.Store
+	metrics *metrics
+
+	slugMu sync.Mutex
+	slug   string
+}
+
+// New builds the ingestion service and registers its River worker on q
+// (call q.Init afterwards). gh may be nil: permission levels are then
+// "unknown" and the slug must be configured.
+func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, logger *slog.Logger) (*Service, error) {
+	if d == nil || q == nil {
+		return nil, errors.New("creating webhooks service: database and queue are required")
+	}
+	if cfg.TextLimit <= 0 {
+		cfg.TextLimit = tickets.DefaultTextLimit
+	}
+	if cfg.PermissionTTL <= 0 {
+		cfg.PermissionTTL = 10 * time.Minute
+	}
+	if cfg.GitHub.MaxBody <= 0 {
+		cfg.GitHub.MaxBody = DefaultGitHubMaxBody
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		cfg: cfg, d: d, q: q, gh: gh, logger: logger, metrics: m,
+		store: tickets.New(tickets.Config{Now: cfg.Now}),
+		slug:  cfg.GitHub.Slug,
+	}
+	if cfg.GitHub.WebhookSecret != "" && s.slug == "" && gh == nil {
+		logger.Warn("GitHub App slug unknown: the bot's own events cannot be told apart and mentions are not detected")
+	}
+	queue.AddWorker(q, &Worker{s: s})
+	return s, nil
+}
+
+// AddHook adds a card hook. Call it before the queue starts.
+func (s *Service) AddHook(h tickets.Hook) { s.cfg.Hooks = append(s.cfg.Hooks, h) }
+
+// Store is the tickets store the service writes cards with.
+func (s *Service) Store() *tickets.Store { return s.store }
+
+// Routes mounts the webhook endpoints (POST /webhooks/github) on the root
+// router. They do their own body limits and authentication.
+func (s *Service) Routes(r chi.Router) {
+	r.Post("/webhooks/github", s.handleGitHub)
+}
+
+// APIRoutes mounts the read API (GET /cards, /cards/{id}, /cards/{id}/text)
+// on the authenticated /api router.
+func (s *Service) APIRoutes(r chi.Router) {
+	r.Get("/cards", s.handle(s.listCards))
+	r.Get("/cards/{id}", s.handle(s.getCard))
+	r.Get("/cards/{id}/text", s.handle(s.cardText))
+}
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
