@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -213,5 +214,34 @@ func TestReasoningReplayDeepSeekLike(t *testing.T) {
 		msgs := e.messages(t, s.ID)
 		require.Equal(t, "The user wants the tests run first.", msgs[1].Reasoning)
 		require.EqualValues(t, 25, e.requests(t, s.ID)[0].Usage.Reasoning)
+	})
+}
+
+func TestWallTime(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, func(e *env) { e.cfg.MaxWallTime = time.Hour },
+			fakeopenai.Calls(fakeopenai.Call("c1", "build", `{}`)),
+			fakeopenai.Text("build takes long; stopping here"))
+		tools := registry(t, tool("build", false, "", func(context.Context, session.Call) (string, error) {
+			e.clock.Advance(61 * time.Minute)
+			return "built", nil
+		}))
+		s := e.create(t, session.RoleExecutor, 6, "build it")
+		out, err := e.rt.Run(t.Context(), s.ID, tools, session.RunOptions{})
+		require.NoError(t, err)
+		require.Equal(t, session.StateStopped, out.State)
+		require.Equal(t, session.ReasonWallTime, out.Reason)
+		require.Equal(t, "build takes long; stopping here", out.Final)
+	})
+}
+
+func TestSecretInPromptIsScrubbed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, nil, fakeopenai.Text("ok"))
+		e.prompts.Save("Use the key " + apiKey + " for nothing.")
+		s := e.create(t, session.RoleMain, 0, "hi")
+		_, err := e.rt.Run(t.Context(), s.ID, nil, session.RunOptions{})
+		require.NoError(t, err)
+		require.Equal(t, "Use the key [REDACTED] for nothing.", e.srv.Last().System())
 	})
 }

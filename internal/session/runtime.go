@@ -338,6 +338,9 @@ func (r *Runtime) ask(ctx context.Context, s *Session, msgs []model.Message, too
 	if err != nil {
 		return nil, nil, fmt.Errorf("assembling the system prompt of session %d: %w", s.ID, err)
 	}
+	// A team's prompt text could hold a pasted token: it does not reach
+	// the model either. The hash is of what was sent.
+	prompt = r.scrub.Scrub(prompt)
 	sum := sha256.Sum256([]byte(prompt))
 	begin := r.now()
 	resp, err := r.model.Complete(ctx, model.Request{System: prompt, Messages: msgs, Tools: tools.definitions(), NoToolCalls: textOnly})
