@@ -1,0 +1,230 @@
+// Package admin is the panel people use to run superagent, served by the
+// binary under /admin/: every prompt part with its default, the team's text
+// and the "Default updated" diff; team sections, skills and policy; version
+// history with diffs and restore; Tickets with their Threads, Sessions,
+// transcripts and token use; and River's job view under /admin/jobs/.
+//
+// Pages are server-rendered (html/template over an embedded file system) and
+// work without JavaScript; a small script only adds conveniences. People sign
+// in with the admin token and get a session cookie whose id is stored hashed
+// and revoked on sign-out. Every form carries a per-session CSRF token, and
+// the same cookie authenticates the JSON API through Authenticator, which
+// requires the token in a header for anything but reads.
+//
+// Prompt changes go through promptparts.Service: saves name their base
+// revision, and a refused stale save keeps the person's draft on the server
+// so that it survives a reload and can be rebased onto the latest revision.
+package admin
+
+import (
+	"crypto/rand"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+//go:embed templates static
+var assets embed.FS
+
+// DefaultSessionTTL is how long a panel session lasts when Config sets no
+// SessionTTL.
+const DefaultSessionTTL = 12 * time.Hour
+
+// Config tunes the panel. The zero value is the documented default, except
+// that without a Token nobody can sign in.
+type Config struct {
+	// Token is the admin token people sign in with. Empty: sign-in is
+	// refused.
+	Token string
+	// SessionTTL is how long a sign-in lasts. Default DefaultSessionTTL.
+	SessionTTL time.Duration
+	// SecureCookie marks the session cookie Secure on every response, for a
+	// deployment behind a TLS-terminating proxy. Default: Secure only when
+	// the request itself arrived over TLS.
+	SecureCookie bool
+	// Jobs is River's job UI serving under /admin/jobs (queue.UIHandler).
+	// Default: none; /admin/jobs/ says the job view is not configured.
+	Jobs http.Handler
+	// Logger receives handler errors. Default: discarded.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Rand is the source of session ids and CSRF tokens. Default
+	// crypto/rand.Reader.
+	Rand io.Reader
+}
+
+// Deps are the optional read sides the Ticket pages use. A nil field hides
+// what it would show.
+type Deps struct {
+	// Tickets reads Tickets and Threads.
+	Tickets *tickets.Store
+	// Sessions reads Sessions, transcripts and model requests.
+	Sessions *session.Store
+}
+
+// Admin is the panel.
+type Admin struct {
+	cfg      Config
+	db       *db.DB
+	prompts  *promptparts.Service
+	deps     Deps
+	sessions sessionStore
+	drafts   draftStore
+	audit    auditStore
+	pages    *renderer
+	static   fs.FS
+}
+
+// New returns the panel over d and prompts.
+func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin, error) {
+	if d == nil || prompts == nil {
+		return nil, errors.New("creating admin panel: a database and the prompt service are required")
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	pages, err := newRenderer(assets)
+	if err != nil {
+		return nil, fmt.Errorf("creating admin panel: %w", err)
+	}
+	static, err := fs.Sub(assets, "static")
+	if err != nil {
+		return nil, fmt.Errorf("creating admin panel: %w", err)
+	}
+	return &Admin{cfg: cfg, db: d, prompts: prompts, deps: deps, pages: pages, static: static}, nil
+}
+
+// Routes mounts the panel under /admin on r (main gives the root router):
+//
+//	GET        /admin/signin, POST /admin/signin, POST /admin/signout
+//	GET        /admin/ (overview), /admin/static/*
+//	GET, POST  /admin/prompts, /admin/prompts/{key...}
+//	GET, POST  /admin/sections, /admin/skills, /admin/skills/{name}, /admin/policy
+//	GET, POST  /admin/versions, /admin/versions/{revision}, /admin/versions/diff
+//	GET, POST  /admin/tickets, /admin/tickets/{id}
+//	GET        /admin/activity
+//	*          /admin/jobs/ (River UI)
+//
+// Everything but sign-in and the static files requires a session; every
+// POST requires the session's CSRF token, and cross-origin browser requests
+// that change state are refused outright.
+func (a *Admin) Routes(r chi.Router) {
+	cop := http.NewCrossOriginProtection()
+	r.Route("/admin", func(r chi.Router) {
+		r.Use(cop.Handler, noStore)
+		r.Handle("/static/*", http.StripPrefix("/admin/static/", http.FileServerFS(a.static)))
+		r.Get("/signin", a.handle(a.getSignIn))
+		r.Post("/signin", a.handle(a.postSignIn))
+		r.Group(func(r chi.Router) {
+			r.Use(a.requireSession)
+			r.Post("/signout", a.handle(a.postSignOut))
+			r.Get("/", a.handle(a.getOverview))
+			r.Get("/prompts", a.handle(a.getPrompts))
+			r.Get("/prompts/*", a.handle(a.getPart))
+			r.Post("/prompts/*", a.handle(a.postPart))
+			r.Get("/sections", a.handle(a.getSections))
+			r.Post("/sections", a.handle(a.postSections))
+			r.Get("/skills", a.handle(a.getSkills))
+			r.Get("/skills/{name}", a.handle(a.getSkill))
+			r.Post("/skills", a.handle(a.postSkill))
+			r.Post("/skills/{name}", a.handle(a.postSkill))
+			r.Get("/policy", a.handle(a.getPolicy))
+			r.Post("/policy", a.handle(a.postPolicy))
+			r.Get("/versions", a.handle(a.getVersions))
+			r.Get("/versions/diff", a.handle(a.getDiff))
+			r.Get("/versions/{revision}", a.handle(a.getVersion))
+			r.Post("/versions/{revision}", a.handle(a.postRestore))
+			r.Get("/tickets", a.handle(a.getTickets))
+			r.Get("/tickets/{id}", a.handle(a.getTicket))
+			r.Post("/tickets/{id}", a.handle(a.postTicket))
+			r.Get("/activity", a.handle(a.getActivity))
+			r.Handle("/jobs", http.RedirectHandler("/admin/jobs/", http.StatusMovedPermanently))
+			r.Handle("/jobs/*", a.jobs())
+		})
+	})
+}
+
+// Authenticator returns the /api authenticator for the panel's session
+// cookie; main lists it beside httpserver.BearerToken.
+func (a *Admin) Authenticator() *CookieAuthenticator {
+	return &CookieAuthenticator{a: a}
+}
+
+func (a *Admin) jobs() http.Handler {
+	if a.cfg.Jobs != nil {
+		return a.cfg.Jobs
+	}
+	return a.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return a.render(w, r, http.StatusNotFound, "message.html", pageData{
+			Title: "Jobs", Nav: "jobs",
+			Data: message{Heading: "Jobs", Text: "The job view is not configured in this process."},
+		})
+	})
+}
+
+// noStore keeps panel pages, which show prompts and transcripts, out of
+// shared caches and the browser's back-forward cache on shared machines.
+func noStore(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Referrer-Policy", "same-origin")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// handle adapts a handler that returns an error: an *httpserver.Error is
+// shown as a page with its status and message; anything else is logged and
+// shown as a generic failure.
+func (a *Admin) handle(fn httpserver.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		err := fn(w, r)
+		if err == nil {
+			return
+		}
+		status, msg := http.StatusInternalServerError, "Something went wrong; the error is in the server log."
+		var he *httpserver.Error
+		if errors.As(err, &he) {
+			status, msg = he.Status, he.Message
+		}
+		if status >= 500 {
+			a.cfg.Logger.Error("admin request failed", "status", status, "error", err, "path", r.URL.Path)
+		}
+		if rerr := a.render(w, r, status, "message.html", pageData{
+			Title: http.StatusText(status),
+			Data:  message{Heading: http.StatusText(status), Text: msg},
+		}); rerr != nil {
+			a.cfg.Logger.Error("rendering admin error page", "error", rerr)
+		}
+	}
+}
+
+// message is the data of the plain message page.
+type message struct {
+	Heading string
+	Text    string
+}

@@ -1,0 +1,210 @@
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/superagent-dev/superagent/internal/httpserver"
+)
+
+// CookieName is the panel's session cookie. Its path is "/" so that the
+// JSON API under /api accepts it too.
+const CookieName = "superagent_session"
+
+// CSRFHeader carries the session's CSRF token on scripted requests: every
+// non-read /api request authenticated by the cookie, and the panel's own
+// fetches. Forms send it as the field "csrf".
+const CSRFHeader = "X-CSRF-Token"
+
+// csrfField is the name of the hidden form field with the CSRF token.
+const csrfField = "csrf"
+
+// defaultActor is the name recorded for someone who gave none at sign-in.
+const defaultActor = "admin"
+
+// maxActorLength bounds the display name given at sign-in.
+const maxActorLength = 64
+
+type sessionKey struct{}
+
+// currentSession is the signed-in session of a request that passed
+// requireSession.
+func currentSession(ctx context.Context) panelSession {
+	s, _ := ctx.Value(sessionKey{}).(panelSession)
+	return s
+}
+
+// CookieAuthenticator recognises /api requests made with the panel's
+// session cookie. A request that could change something (any method but
+// GET, HEAD and OPTIONS) must also carry the session's CSRF token in the
+// X-CSRF-Token header, so that a cross-site form cannot use the cookie.
+type CookieAuthenticator struct {
+	a *Admin
+}
+
+var _ httpserver.Authenticator = (*CookieAuthenticator)(nil)
+
+// Authenticate returns the name given at sign-in for a live session.
+func (c *CookieAuthenticator) Authenticate(r *http.Request) (string, bool) {
+	s, ok := c.a.sessionOf(r)
+	if !ok {
+		return "", false
+	}
+	if !safeMethod(r.Method) && !tokensEqual(r.Header.Get(CSRFHeader), s.CSRF) {
+		return "", false
+	}
+	return s.Actor, true
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+func tokensEqual(got, want string) bool {
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// sessionOf returns the live session named by the request's cookie.
+func (a *Admin) sessionOf(r *http.Request) (panelSession, bool) {
+	c, err := r.Cookie(CookieName)
+	if err != nil || c.Value == "" {
+		return panelSession{}, false
+	}
+	s, err := a.sessions.lookup(r.Context(), a.db, c.Value, a.cfg.Now())
+	if err != nil {
+		if !errors.Is(err, errNoSession) {
+			a.cfg.Logger.Error("reading panel session", "error", err)
+		}
+		return panelSession{}, false
+	}
+	return s, true
+}
+
+// requireSession lets signed-in requests through with their session and
+// actor in the context. Others are sent to sign in (pages) or refused. A
+// POST must carry the session's CSRF token as a form field or header.
+func (a *Admin) requireSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s, ok := a.sessionOf(r)
+		if !ok {
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				http.Redirect(w, r, "/admin/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			a.handle(func(http.ResponseWriter, *http.Request) error {
+				return httpserver.Errorf(http.StatusUnauthorized, "Your session has ended. Sign in again; nothing was changed.")
+			})(w, r)
+			return
+		}
+		ctx := context.WithValue(r.Context(), sessionKey{}, s)
+		ctx = httpserver.WithActor(ctx, s.Actor)
+		r = r.WithContext(ctx)
+		if !safeMethod(r.Method) && !strings.HasPrefix(r.URL.Path, "/admin/jobs/") {
+			token := r.Header.Get(CSRFHeader)
+			if token == "" {
+				token = r.PostFormValue(csrfField)
+			}
+			if !tokensEqual(token, s.CSRF) {
+				a.handle(func(http.ResponseWriter, *http.Request) error {
+					return httpserver.Errorf(http.StatusForbidden, "This form is out of date or did not come from the panel (its security token does not match). Reload the page and try again; nothing was changed.")
+				})(w, r)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// signInData is the sign-in page.
+type signInData struct {
+	Name  string
+	Next  string
+	Error string
+	Ended bool
+}
+
+func (a *Admin) getSignIn(w http.ResponseWriter, r *http.Request) error {
+	if _, ok := a.sessionOf(r); ok {
+		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+		return nil
+	}
+	return a.render(w, r, http.StatusOK, "signin.html", pageData{
+		Title: "Sign in",
+		Data:  signInData{Next: safeNext(r.URL.Query().Get("next")), Ended: r.URL.Query().Get("signed_out") != ""},
+	})
+}
+
+func (a *Admin) postSignIn(w http.ResponseWriter, r *http.Request) error {
+	name := strings.TrimSpace(r.PostFormValue("name"))
+	next := safeNext(r.PostFormValue("next"))
+	token := r.PostFormValue("token")
+	if a.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(a.cfg.Token)) != 1 {
+		return a.render(w, r, http.StatusUnauthorized, "signin.html", pageData{
+			Title: "Sign in",
+			Data:  signInData{Name: name, Next: next, Error: "That is not the admin token."},
+		})
+	}
+	if name == "" {
+		name = defaultActor
+	}
+	if utf8.RuneCountInString(name) > maxActorLength || strings.ContainsAny(name, "\r\n\t") {
+		return a.render(w, r, http.StatusUnprocessableEntity, "signin.html", pageData{
+			Title: "Sign in",
+			Data:  signInData{Name: name, Next: next, Error: "Give a name of at most 64 characters on one line."},
+		})
+	}
+	now := a.cfg.Now()
+	// Expired sessions are few; dropping them here needs no background job.
+	if err := a.sessions.purge(r.Context(), a.db, now); err != nil {
+		return err
+	}
+	id, s, err := a.sessions.create(r.Context(), a.db, a.cfg.Rand, name, now, a.cfg.SessionTTL)
+	if err != nil {
+		return err
+	}
+	if err := a.audit.record(r.Context(), a.db, auditEntry{CreatedAt: now, Actor: name, Action: actionSignIn}); err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name:     CookieName,
+		Value:    id,
+		Path:     "/",
+		Expires:  s.ExpiresAt,
+		MaxAge:   int(a.cfg.SessionTTL.Seconds()),
+		HttpOnly: true,
+		Secure:   a.cfg.SecureCookie || r.TLS != nil,
+		SameSite: http.SameSiteStrictMode,
+	})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+	return nil
+}
+
+func (a *Admin) postSignOut(w http.ResponseWriter, r *http.Request) error {
+	s := currentSession(r.Context())
+	now := a.cfg.Now()
+	if err := a.sessions.revoke(r.Context(), a.db, s.IDSHA256, now); err != nil {
+		return err
+	}
+	if err := a.audit.record(r.Context(), a.db, auditEntry{CreatedAt: now, Actor: s.Actor, Action: actionSignOut}); err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: CookieName, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: a.cfg.SecureCookie || r.TLS != nil, SameSite: http.SameSiteStrictMode,
+	})
+	http.Redirect(w, r, "/admin/signin?signed_out=1", http.StatusSeeOther)
+	return nil
+}
+
+// safeNext keeps a post-sign-in redirect inside the panel.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/admin/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/admin/"
+	}
+	return next
+}

@@ -1,0 +1,151 @@
+package admin
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/promptparts"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"),
+		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	)
+}
+
+const testToken = "correct-horse-battery-staple"
+
+// release returns the built-in texts with some replaced: a newer release.
+func release(t testing.TB, changes map[string]string) fs.FS {
+	t.Helper()
+	out := fstest.MapFS{}
+	builtin := promptparts.BuiltinDefaults()
+	err := fs.WalkDir(builtin, ".", func(p string, de fs.DirEntry, err error) error {
+		if err != nil || de.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(builtin, p)
+		if err != nil {
+			return err
+		}
+		out[p] = &fstest.MapFile{Data: b}
+		return nil
+	})
+	require.NoError(t, err)
+	for key, text := range changes {
+		out[key+".md"] = &fstest.MapFile{Data: []byte(text)}
+	}
+	return out
+}
+
+// panel is a running panel over a real database, wired the way main wires
+// it: the panel on the root router, the configuration API on /api behind
+// the bearer token and the panel's cookie.
+type panel struct {
+	srv     *httptest.Server
+	admin   *Admin
+	prompts *promptparts.Service
+	db      *db.DB
+}
+
+func newPanel(t testing.TB, d *db.DB, defaults fs.FS, deps Deps) *panel {
+	t.Helper()
+	prompts, err := promptparts.New(promptparts.Config{Defaults: defaults}, d)
+	require.NoError(t, err)
+	require.NoError(t, prompts.Start(context.Background()))
+	t.Cleanup(prompts.Stop)
+	adm, err := New(Config{Token: testToken}, d, prompts, deps)
+	require.NoError(t, err)
+	hs := httpserver.New(httpserver.Config{Authenticators: []httpserver.Authenticator{
+		httpserver.BearerToken{Token: testToken}, adm.Authenticator(),
+	}})
+	prompts.Routes(hs.API)
+	adm.Routes(hs.Root)
+	srv := httptest.NewServer(hs)
+	t.Cleanup(srv.Close)
+	return &panel{srv: srv, admin: adm, prompts: prompts, db: d}
+}
+
+// client is a browser-like HTTP client: a cookie jar, no automatic
+// redirects, so tests see each 303.
+type client struct {
+	t    testing.TB
+	base string
+	http *http.Client
+}
+
+func (p *panel) client(t testing.TB) *client {
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	t.Cleanup(c.CloseIdleConnections)
+	return &client{t: t, base: p.srv.URL, http: c}
+}
+
+type response struct {
+	status   int
+	body     string
+	location string
+	header   http.Header
+}
+
+func (c *client) do(req *http.Request) response {
+	c.t.Helper()
+	res, err := c.http.Do(req)
+	require.NoError(c.t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(c.t, err)
+	return response{status: res.StatusCode, body: string(b), location: res.Header.Get("Location"), header: res.Header}
+}
+
+func (c *client) get(path string) response {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.base+path, nil)
+	require.NoError(c.t, err)
+	return c.do(req)
+}
+
+func (c *client) post(path string, form url.Values) response {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(form.Encode()))
+	require.NoError(c.t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return c.do(req)
+}
+
+func (c *client) signIn(name string) {
+	c.t.Helper()
+	res := c.post("/admin/signin", url.Values{"name": {name}, "token": {testToken}, "next": {"/admin/"}})
+	require.Equal(c.t, http.StatusSeeOther, res.status, res.body)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf reads the CSRF token from a signed-in page.
+func (c *client) csrf() string {
+	c.t.Helper()
+	res := c.get("/admin/")
+	require.Equal(c.t, http.StatusOK, res.status)
+	m := csrfRE.FindStringSubmatch(res.body)
+	require.NotNil(c.t, m, "no CSRF token on the page")
+	return m[1]
+}
