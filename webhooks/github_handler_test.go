@@ -1,0 +1,182 @@
+package webhooks_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/dbtest"
+	"github.com/superagent-dev/superagent/webhooks"
+)
+
+// countingReader is an endless body that counts what the server read.
+type countingReader struct {
+	n     int64
+	limit int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.n >= c.limit {
+		return 0, io.EOF
+	}
+	n := int64(len(p))
+	if c.n+n > c.limit {
+		n = c.limit - c.n
+	}
+	for i := range p[:n] {
+		p[i] = ' '
+	}
+	c.n += n
+	return int(n), nil
+}
+
+func TestRejections(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d)
+		body := fixture(t, "issues/opened.payload.json")
+		cases := []struct {
+			name   string
+			modify func(r *http.Request)
+			status int
+		}{
+			{"unsigned", func(r *http.Request) { r.Header.Del("X-Hub-Signature-256") }, http.StatusUnauthorized},
+			{"signature without prefix", func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", strings.TrimPrefix(webhooks.Sign(secret, body), "sha256=")) }, http.StatusUnauthorized},
+			{"wrong secret", func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", webhooks.Sign("other", body)) }, http.StatusUnauthorized},
+			{"not hex", func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", "sha256=zz") }, http.StatusUnauthorized},
+			{"sha1 only", func(r *http.Request) {
+				r.Header.Del("X-Hub-Signature-256")
+				r.Header.Set("X-Hub-Signature", "sha1=0000")
+			}, http.StatusUnauthorized},
+			{"wrong target id", func(r *http.Request) { r.Header.Set("X-GitHub-Hook-Installation-Target-ID", "999") }, http.StatusForbidden},
+			{"form content type", func(r *http.Request) { r.Header.Set("Content-Type", "application/x-www-form-urlencoded") }, http.StatusUnsupportedMediaType},
+			{"no content type", func(r *http.Request) { r.Header.Del("Content-Type") }, http.StatusUnsupportedMediaType},
+			{"no delivery id", func(r *http.Request) { r.Header.Del("X-GitHub-Delivery") }, http.StatusBadRequest},
+			{"no event", func(r *http.Request) { r.Header.Del("X-GitHub-Event") }, http.StatusBadRequest},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				req := e.request(t, "issues", e.guid(), body)
+				c.modify(req)
+				require.Equal(t, c.status, e.send(t, req).Status)
+			})
+		}
+		t.Run("tampered body", func(t *testing.T) {
+			req := e.request(t, "issues", e.guid(), body)
+			tampered := bytes.Replace(body, []byte("Spelling"), []byte("Spellinh"), 1)
+			req.Body = io.NopCloser(bytes.NewReader(tampered))
+			require.Equal(t, http.StatusUnauthorized, e.send(t, req).Status)
+		})
+		t.Run("charset is fine", func(t *testing.T) {
+			req := e.request(t, "issues", e.guid(), body)
+			req.Header.Set("Content-Type", "application/json; charset=utf-8")
+			require.Equal(t, http.StatusAccepted, e.send(t, req).Status)
+		})
+		// Nothing was stored for any refused request.
+		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM deliveries"))
+	})
+}
+
+func TestDisabledWithoutSecret(t *testing.T) {
+	e := setup(t, dbtest.SQLite(t), func(c *webhooks.Config) { c.GitHub.WebhookSecret = "" })
+	body := fixture(t, "issues/opened.payload.json")
+	require.Equal(t, http.StatusNotFound, e.send(t, e.request(t, "issues", e.guid(), body)).Status)
+}
+
+func TestOversizedBodies(t *testing.T) {
+	d := dbtest.SQLite(t)
+	e := setup(t, d)
+	r := chi.NewRouter()
+	e.svc.Routes(r)
+
+	t.Run("declared length over 25 MB is refused unread", func(t *testing.T) {
+		body := &countingReader{limit: 26 << 20}
+		req := httptest.NewRequest(http.MethodPost, "/webhooks/github", body)
+		req.ContentLength = 26 << 20
+		signed := e.request(t, "issues", e.guid(), nil)
+		req.Header = signed.Header
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
+		require.Zero(t, body.n)
+	})
+	t.Run("undeclared length is cut at the limit", func(t *testing.T) {
+		body := &countingReader{limit: 40 << 20}
+		req := httptest.NewRequest(http.MethodPost, "/webhooks/github", body)
+		req.ContentLength = -1
+		signed := e.request(t, "issues", e.guid(), nil)
+		req.Header = signed.Header
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
+		require.LessOrEqual(t, body.n, int64(webhooks.DefaultGitHubMaxBody+64<<10))
+	})
+	t.Run("over a configured limit through a real server", func(t *testing.T) {
+		small := setup(t, dbtest.SQLite(t), func(c *webhooks.Config) { c.GitHub.MaxBody = 1024 })
+		body := fixture(t, "issues/opened.payload.json")
+		require.Greater(t, len(body), 1024)
+		require.Equal(t, http.StatusRequestEntityTooLarge, small.send(t, small.request(t, "issues", small.guid(), body)).Status)
+	})
+	require.Zero(t, count(t, d, "SELECT COUNT(*) FROM deliveries"))
+}
+
+func TestRedelivery(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d)
+		body := fixture(t, "issue_comment/created.payload.json")
+		guid := e.guid()
+		first := e.send(t, e.request(t, "issue_comment", guid, body))
+		require.Equal(t, http.StatusAccepted, first.Status)
+		again := e.send(t, e.request(t, "issue_comment", guid, body))
+		require.Equal(t, http.StatusOK, again.Status)
+		require.Equal(t, "duplicate", again.State)
+
+		// Only one job was enqueued; working it twice (a retried job) makes
+		// one card.
+		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM river_job WHERE kind = 'ingest_delivery'"))
+		e.work(t, first.Delivery)
+		e.work(t, first.Delivery)
+		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM cards"))
+		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM deliveries"))
+		require.Len(t, e.hooked, 1)
+	})
+}
+
+func TestMalformedAndUnknown(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d)
+		t.Run("malformed JSON under a valid signature", func(t *testing.T) {
+			a := e.send(t, e.request(t, "issues", e.guid(), []byte(`{"action": "opened", "issue": {`)))
+			require.Equal(t, http.StatusAccepted, a.Status)
+			require.Equal(t, webhooks.DeliveryFailed, a.State)
+			got := e.delivery(t, a.Delivery)
+			require.Equal(t, webhooks.DeliveryFailed, got.State)
+			require.Contains(t, got.Error, "malformed JSON")
+			e.work(t, a.Delivery) // a stray job changes nothing
+			require.Equal(t, webhooks.DeliveryFailed, e.delivery(t, a.Delivery).State)
+		})
+		t.Run("valid JSON of the wrong shape", func(t *testing.T) {
+			a := e.send(t, e.request(t, "issues", e.guid(), []byte(`{"action": "opened", "issue": "not an object"}`)))
+			require.Equal(t, http.StatusAccepted, a.Status)
+			e.work(t, a.Delivery)
+			got := e.delivery(t, a.Delivery)
+			require.Equal(t, webhooks.DeliveryFailed, got.State)
+			require.NotEmpty(t, got.Error)
+		})
+		t.Run("unknown event", func(t *testing.T) {
+			a := e.send(t, e.request(t, "star", e.guid(), []byte(`{"action":"created"}`)))
+			require.Equal(t, http.StatusAccepted, a.Status)
+			got := e.delivery(t, a.Delivery)
+			require.Equal(t, webhooks.DeliveryIgnored, got.State)
+			require.Empty(t, got.Body)
+		})
+		require.Zero(t, count(t, d, "SELECT COUNT(*) FROM cards"))
+		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM river_job WHERE kind = 'ingest_delivery'"))
+	})
+}
