@@ -1,0 +1,197 @@
+// Package doctor checks a deployment before (or while) it runs: that the
+// settings for each enabled feature are complete, that the database answers
+// and is migrated, that the GitHub App can authenticate and is installed,
+// that the Feishu app's credentials work, and that the model endpoint answers
+// a one-token request. Every problem is reported with what is wrong and how to
+// fix it; no secret is ever printed.
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/superagent-dev/superagent/internal/secret"
+)
+
+// Config holds exactly what the checks need; cmd/superagent fills it from its
+// own configuration. The zero value of each optional field is the documented
+// default; an empty setting means "not configured".
+type Config struct {
+	DataDir     string // SUPERAGENT_DATA_DIR
+	DatabaseURL string // SUPERAGENT_DATABASE_URL, or the SQLite default
+
+	GitHubAppID         int64  // SUPERAGENT_GITHUB_APP_ID
+	GitHubPrivateKey    []byte // PEM, read from SUPERAGENT_GITHUB_PRIVATE_KEY
+	GitHubWebhookSecret string // SUPERAGENT_GITHUB_WEBHOOK_SECRET
+	GitHubAPIURL        string // SUPERAGENT_GITHUB_API_URL; default https://api.github.com
+
+	FeishuAppID             string // SUPERAGENT_FEISHU_APP_ID
+	FeishuAppSecret         string // SUPERAGENT_FEISHU_APP_SECRET
+	FeishuVerificationToken string // SUPERAGENT_FEISHU_VERIFICATION_TOKEN
+	FeishuEncryptKey        string // SUPERAGENT_FEISHU_ENCRYPT_KEY
+	FeishuBaseURL           string // SUPERAGENT_FEISHU_BASE_URL; default https://open.feishu.cn
+	FeishuMode              string // SUPERAGENT_FEISHU_MODE; default "webhook"
+
+	ModelBaseURL string // SUPERAGENT_MODEL_BASE_URL
+	ModelAPIKey  string // SUPERAGENT_MODEL_API_KEY
+	Model        string // SUPERAGENT_MODEL
+	RouterModel  string // SUPERAGENT_ROUTER_MODEL; default Model
+
+	// Timeout bounds each check. Default 15 seconds.
+	Timeout time.Duration
+	// HTTPClient carries the calls to GitHub, Feishu and the model.
+	// Default: a client whose requests end with the check's timeout.
+	HTTPClient *http.Client
+}
+
+// Status is a check's outcome.
+type Status string
+
+// The outcomes, from best to worst. Only Fail counts as a failure.
+const (
+	OK   Status = "ok"
+	Skip Status = "skip" // not configured, or a check it depends on failed
+	Warn Status = "warn"
+	Fail Status = "FAIL"
+)
+
+// Result is one check's outcome. Message says what was found, Fix what to do
+// about it (empty when nothing needs doing).
+type Result struct {
+	Name    string
+	Status  Status
+	Message string
+	Fix     string
+}
+
+// Run runs every check, prints one line per check (and its fix) to out and
+// returns how many failed.
+func Run(ctx context.Context, cfg Config, out io.Writer) (failed int) {
+	results := Check(ctx, cfg)
+	width := 0
+	for _, r := range results {
+		width = max(width, len(r.Name))
+	}
+	warned := 0
+	for _, r := range results {
+		fmt.Fprintf(out, "%-4s  %-*s  %s\n", r.Status, width, r.Name, r.Message)
+		if r.Fix != "" {
+			fmt.Fprintf(out, "      %-*s  fix: %s\n", width, "", r.Fix)
+		}
+		switch r.Status {
+		case Fail:
+			failed++
+		case Warn:
+			warned++
+		}
+	}
+	switch {
+	case failed == 0 && warned == 0:
+		fmt.Fprintln(out, "\nEverything checked is in order.")
+	default:
+		fmt.Fprintf(out, "\n%d failed, %d warnings.\n", failed, warned)
+	}
+	return failed
+}
+
+// Check runs every check in order and returns the results, with every
+// secret the configuration holds scrubbed from their text.
+func Check(ctx context.Context, cfg Config) []Result {
+	cfg = withDefaults(cfg)
+	scrub := newScrubber(cfg)
+	d := &doctor{cfg: cfg}
+	checks := []struct {
+		name string
+		run  func(ctx context.Context) Result
+	}{
+		{"data directory", d.dataDir},
+		{"GitHub settings", d.githubSettings},
+		{"Feishu settings", d.feishuSettings},
+		{"model settings", d.modelSettings},
+		{"database", d.database},
+		{"migrations", d.migrations},
+		{"GitHub App", d.githubApp},
+		{"Feishu app", d.feishuApp},
+		{"model", d.model(cfg.Model)},
+	}
+	if cfg.RouterModel != cfg.Model {
+		checks = append(checks, struct {
+			name string
+			run  func(ctx context.Context) Result
+		}{"router model", d.model(cfg.RouterModel)})
+	}
+	defer d.close()
+	var results []Result
+	for _, c := range checks {
+		cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		r := c.run(cctx)
+		if r.Status != OK && errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			r.Message += fmt.Sprintf(" (no answer within %s)", cfg.Timeout)
+		}
+		cancel()
+		r.Name = c.name
+		r.Message = scrub(r.Message)
+		r.Fix = scrub(r.Fix)
+		results = append(results, r)
+	}
+	return results
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 15 * time.Second
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.GitHubAPIURL == "" {
+		cfg.GitHubAPIURL = "https://api.github.com"
+	}
+	if cfg.FeishuMode == "" {
+		cfg.FeishuMode = "webhook"
+	}
+	if cfg.RouterModel == "" {
+		cfg.RouterModel = cfg.Model
+	}
+	return cfg
+}
+
+// newScrubber hides every secret in cfg, and the database password, from
+// text that came from libraries (error messages may quote requests).
+func newScrubber(cfg Config) func(string) string {
+	s := secret.New(cfg.GitHubWebhookSecret, string(cfg.GitHubPrivateKey), cfg.FeishuAppSecret,
+		cfg.FeishuVerificationToken, cfg.FeishuEncryptKey, cfg.ModelAPIKey)
+	var password string
+	if u, err := url.Parse(cfg.DatabaseURL); err == nil && u.User != nil {
+		password, _ = u.User.Password()
+	}
+	return func(text string) string {
+		text = s.Scrub(text)
+		if password != "" {
+			text = strings.ReplaceAll(text, password, secret.Redacted)
+		}
+		return text
+	}
+}
+
+func ok(msg string, args ...any) Result {
+	return Result{Status: OK, Message: fmt.Sprintf(msg, args...)}
+}
+
+func skip(msg string, args ...any) Result {
+	return Result{Status: Skip, Message: fmt.Sprintf(msg, args...)}
+}
+
+func warn(fix, msg string, args ...any) Result {
+	return Result{Status: Warn, Message: fmt.Sprintf(msg, args...), Fix: fix}
+}
+
+func fail(fix, msg string, args ...any) Result {
+	return Result{Status: Fail, Message: fmt.Sprintf(msg, args...), Fix: fix}
+}
