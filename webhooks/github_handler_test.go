@@ -47,7 +47,9 @@ func TestRejections(t *testing.T) {
 			status int
 		}{
 			{"unsigned", func(r *http.Request) { r.Header.Del("X-Hub-Signature-256") }, http.StatusUnauthorized},
-			{"signature without prefix", func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", strings.TrimPrefix(webhooks.Sign(secret, body), "sha256=")) }, http.StatusUnauthorized},
+			{"signature without prefix", func(r *http.Request) {
+				r.Header.Set("X-Hub-Signature-256", strings.TrimPrefix(webhooks.Sign(secret, body), "sha256="))
+			}, http.StatusUnauthorized},
 			{"wrong secret", func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", webhooks.Sign("other", body)) }, http.StatusUnauthorized},
 			{"not hex", func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", "sha256=zz") }, http.StatusUnauthorized},
 			{"sha1 only", func(r *http.Request) {
