@@ -122,7 +122,11 @@ func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw),
 func (d *patchDecoder) object(key string, raw json.RawMessage, known ...string) (map[string]json.RawMessage, bool) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		d.problems.add(key, "must be an object")
+		if key == "" {
+			d.problems.add("body", "must be a JSON object")
+		} else {
+			d.problems.add(key, "must be an object")
+		}
 		return nil, false
 	}
 	names := make([]string, 0, len(m))
