@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	lark "github.com/larksuite/oapi-sdk-go/v3"
@@ -45,6 +46,9 @@ type Client struct {
 	lark    *lark.Client
 	clock   Clock
 	limiter *chatLimiter
+
+	botMu sync.Mutex
+	bot   *BotInfo
 }
 
 // New returns a Client. clock may be nil (the system clock); logger may be
@@ -292,6 +296,25 @@ func (c *Client) BotInfo(ctx context.Context) (*BotInfo, error) {
 	})
 	return out, err
 }
+
+// BotOpenID returns the bot's open_id for ParseOptions.BotOpenID, fetching
+// it on first use and keeping it; a failed fetch is retried on the next call.
+func (c *Client) BotOpenID(ctx context.Context) (string, error) {
+	c.botMu.Lock()
+	defer c.botMu.Unlock()
+	if c.bot == nil {
+		bot, err := c.BotInfo(ctx)
+		if err != nil {
+			return "", err
+		}
+		c.bot = bot
+	}
+	return c.bot.OpenID, nil
+}
+
+// AppID is the app id the client was configured with: compare it with
+// Message.Sender.AppID from GetMessage to tell the bot's own messages.
+func (c *Client) AppID() string { return c.cfg.AppID }
 
 // GetMessage fetches a message, e.g. the parent of a reply, to tell whether
 // the bot wrote it. The result has no ChatType and no MentionsBot; Sender.AppID

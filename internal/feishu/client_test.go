@@ -260,3 +260,18 @@ func TestClientContextCancelled(t *testing.T) {
 	_, err := c.React(ctx, m.ID, "", feishu.EmojiOnIt)
 	require.True(t, errors.Is(err, context.Canceled), "got %v", err)
 }
+
+func TestClientBotOpenIDCached(t *testing.T) {
+	c, srv, _ := setup(t)
+	ctx := context.Background()
+	srv.Fail(http.MethodGet, "/open-apis/bot/v3/info", 1, fakefeishu.Failure{HTTPStatus: http.StatusInternalServerError, Code: 1, Msg: "busy"})
+	_, err := c.BotOpenID(ctx)
+	require.Error(t, err)
+	for range 2 {
+		id, err := c.BotOpenID(ctx)
+		require.NoError(t, err)
+		require.Equal(t, fakefeishu.BotOpenID, id)
+	}
+	require.Len(t, srv.RequestsTo(http.MethodGet, "/open-apis/bot/v3/info"), 2)
+	require.Equal(t, fakefeishu.AppID, c.AppID())
+}

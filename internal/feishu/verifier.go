@@ -17,6 +17,11 @@ const (
 	HeaderNonce     = "X-Lark-Request-Nonce"
 )
 
+// MaxBodyBytes is a generous bound for a webhook body: wrap the request body
+// in http.MaxBytesReader with it before reading. Feishu's largest events
+// (150 KB text, encrypted and base64-encoded) stay well below.
+const MaxBodyBytes = 1 << 20
+
 // DefaultMaxSkew is the default window for X-Lark-Request-Timestamp.
 const DefaultMaxSkew = 5 * time.Minute
 
