@@ -36,7 +36,7 @@ type previewPage struct {
 }
 
 // carried returns the posted form without the CSRF token and the action,
-// in a stable order.
+// in a stable order, line breaks as LF.
 func carried(form url.Values) []hiddenField {
 	var out []hiddenField
 	keys := make([]string, 0, len(form))
@@ -48,7 +48,7 @@ func carried(form url.Values) []hiddenField {
 	slices.Sort(keys)
 	for _, k := range keys {
 		for _, v := range form[k] {
-			out = append(out, hiddenField{Name: k, Value: v})
+			out = append(out, hiddenField{Name: k, Value: strings.ReplaceAll(v, "\r\n", "\n")})
 		}
 	}
 	return out

@@ -134,6 +134,17 @@ func (ps problemSet) At(key string) []string {
 	return out
 }
 
+// Exact returns the messages of the problems at key itself.
+func (ps problemSet) Exact(key string) []string {
+	var out []string
+	for _, p := range ps {
+		if p.Key == key {
+			out = append(out, p.Message)
+		}
+	}
+	return out
+}
+
 var funcs = template.FuncMap{
 	"fieldID":    fieldID,
 	"diffLines":  diffLines,
@@ -146,6 +157,9 @@ var funcs = template.FuncMap{
 	"sectionOf":  sectionOf,
 	"probs": func(ps problemSet, key string) fieldProblems {
 		return fieldProblems{ID: fieldID(key), Messages: ps.At(key)}
+	},
+	"probsExact": func(ps problemSet, key string) fieldProblems {
+		return fieldProblems{ID: fieldID(key), Messages: ps.Exact(key)}
 	},
 	"field": func(v url.Values, ps problemSet, name, label, hint string, rows int) formField {
 		return formField{Name: name, Label: label, Hint: hint, Rows: rows, Value: v.Get(name), Problems: fieldProblems{ID: fieldID(name), Messages: ps.At(name)}}
