@@ -74,6 +74,17 @@ func TestConfigAPI(t *testing.T) {
 		require.Len(t, body["parts"], len(RequiredKeys))
 		require.Equal(t, map[string]any{"version": float64(0), "mode": "explicit", "explicit_request_exemption": true, "rules": []any{}}, body["policy"])
 		require.Equal(t, float64(DefaultSizeLimit), body["size_limit"])
+		require.Positive(t, body["size"])
+		require.Equal(t, map[string]any{}, body["skills"])
+		require.Equal(t, map[string]any{
+			"communication": map[string]any{"text": "", "agent_line": DefaultAgentLine, "review_bots": []any{}},
+			"ticket_scope":  map[string]any{"text": ""},
+			"delivery_requirements": map[string]any{
+				"text":          "",
+				"auto_merge":    map[string]any{"enabled": false, "max_changed_lines": float64(0), "checks": []any{}, "approvals": float64(0)},
+				"commit_author": map[string]any{"name": "", "email": ""},
+			},
+		}, body["sections"])
 		env := jsonPart(t, body, KeyEnvironment)
 		require.Equal(t, "default", env["status"])
 		require.Equal(t, []any{"{variables}"}, env["placeholders"])

@@ -48,7 +48,7 @@ type Communication struct {
 	AgentLine string `json:"agent_line"`
 	// ReviewBots are ordinary accounts (logins) to treat as automated
 	// reviewers.
-	ReviewBots []string `json:"review_bots,omitempty"`
+	ReviewBots []string `json:"review_bots"`
 }
 
 // TicketScope says when a Ticket goes on and when it stops with a draft.
@@ -73,7 +73,7 @@ type AutoMerge struct {
 	MaxChangedLines int `json:"max_changed_lines"`
 	// Checks are the check names that must pass; empty means every check on
 	// the head commit must be green.
-	Checks []string `json:"checks,omitempty"`
+	Checks []string `json:"checks"`
 	// Approvals is the number of approving reviews required.
 	Approvals int `json:"approvals"`
 }
