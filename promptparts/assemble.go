@@ -211,7 +211,7 @@ func (c *compiled) text(key string) string { return c.texts[key] }
 
 // maxCached bounds the revisions kept compiled; sessions read the latest,
 // so a few are plenty.
-const maxCached = 8
+const maxCached = 4
 
 // compiled returns revision rev ready for assembly, from the cache or the
 // database. A revision never changes once written, so caching by revision
