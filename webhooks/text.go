@@ -91,8 +91,9 @@ func references(text, repo string) []tickets.Reference {
 	var refs []tickets.Reference
 	for _, line := range plainLines(text) {
 		for _, m := range refURL.FindAllStringSubmatch(line, -1) {
-			n, _ := strconv.Atoi(m[2])
-			refs = append(refs, tickets.Reference{Repo: m[1], Number: n})
+			if n, _ := strconv.Atoi(m[2]); n > 0 {
+				refs = append(refs, tickets.Reference{Repo: m[1], Number: n})
+			}
 		}
 		stripped := refURL.ReplaceAllString(line, " ")
 		for _, m := range refShort.FindAllStringSubmatch(stripped, -1) {
