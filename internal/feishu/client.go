@@ -188,7 +188,7 @@ func (c *Client) Reply(ctx context.Context, messageID string, m OutgoingMessage)
 		Build()
 	var out *SentMessage
 	err := c.call(ctx, op, key, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
-		resp, err := c.lark.Im.V1.Message.Reply(ctx, req)
+		resp, err := c.lark.Im.Message.Reply(ctx, req)
 		if err != nil {
 			return nil, larkcore.CodeError{}, err
 		}
@@ -216,7 +216,7 @@ func (c *Client) Send(ctx context.Context, m OutgoingMessage) (*SentMessage, err
 		Build()
 	var out *SentMessage
 	err := c.call(ctx, op, m.ChatID, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
-		resp, err := c.lark.Im.V1.Message.Create(ctx, req)
+		resp, err := c.lark.Im.Message.Create(ctx, req)
 		if err != nil {
 			return nil, larkcore.CodeError{}, err
 		}
@@ -249,7 +249,7 @@ func (c *Client) React(ctx context.Context, messageID, chatID, emojiType string)
 		Build()
 	var id string
 	err := c.call(ctx, op, key, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
-		resp, err := c.lark.Im.V1.MessageReaction.Create(ctx, req)
+		resp, err := c.lark.Im.MessageReaction.Create(ctx, req)
 		if err != nil {
 			return nil, larkcore.CodeError{}, err
 		}
@@ -324,7 +324,7 @@ func (c *Client) GetMessage(ctx context.Context, messageID string) (*Message, er
 	req := larkim.NewGetMessageReqBuilder().MessageId(messageID).Build()
 	var out *Message
 	err := c.call(ctx, op, "", func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
-		resp, err := c.lark.Im.V1.Message.Get(ctx, req)
+		resp, err := c.lark.Im.Message.Get(ctx, req)
 		if err != nil {
 			return nil, larkcore.CodeError{}, err
 		}

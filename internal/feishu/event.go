@@ -250,7 +250,7 @@ type rawChatMember struct {
 func Parse(plain []byte, opts ParseOptions) (*Event, error) {
 	var raw rawEvent
 	if err := json.Unmarshal(plain, &raw); err != nil {
-		return nil, fmt.Errorf("%w: event is not JSON: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: event is not JSON: %w", ErrMalformed, err)
 	}
 	if raw.Schema != "2.0" || raw.Header == nil {
 		return nil, fmt.Errorf("%w: not a schema 2.0 event", ErrMalformed)
@@ -279,7 +279,7 @@ func Parse(plain []byte, opts ParseOptions) (*Event, error) {
 		ev.Chat, err = parseChatMember(body, ev.Type == EventBotAdded)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s event %s: %v", ErrMalformed, ev.Type, ev.ID, err)
+		return nil, fmt.Errorf("%w: %s event %s: %w", ErrMalformed, ev.Type, ev.ID, err)
 	}
 	return ev, nil
 }

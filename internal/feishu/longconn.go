@@ -119,8 +119,11 @@ func (l *LongConn) Run(ctx context.Context) error {
 			l.logger.Warn("feishu long connection gave up; starting a new one",
 				"error", err, "delay", l.cfg.RestartDelay)
 		}
-		if err := l.clock.Sleep(ctx, l.cfg.RestartDelay); err != nil {
+		_ = l.clock.Sleep(ctx, l.cfg.RestartDelay) // ends early when ctx does
+		select {
+		case <-ctx.Done():
 			return nil
+		default:
 		}
 	}
 }
@@ -136,7 +139,7 @@ func (l *LongConn) dispatcher() *dispatcher.EventDispatcher {
 				if ev.EventReq == nil {
 					return nil, errors.New("card action without its raw request")
 				}
-				if err := l.deliver(ctx, ev.EventReq.Body); err != nil {
+				if err := l.deliver(ctx, ev.Body); err != nil {
 					return nil, err
 				}
 				return &callback.CardActionTriggerResponse{}, nil

@@ -132,7 +132,7 @@ const typeURLVerification = "url_verification"
 func (v *Verifier) Open(h http.Header, body []byte) (*Inbound, error) {
 	var outer envelope
 	if err := json.Unmarshal(body, &outer); err != nil {
-		return nil, fmt.Errorf("%w: body is not JSON: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: body is not JSON: %w", ErrMalformed, err)
 	}
 	signature := h.Get(HeaderSignature)
 	if outer.Encrypt == "" {
@@ -159,11 +159,11 @@ func (v *Verifier) Open(h http.Header, body []byte) (*Inbound, error) {
 	}
 	plain, err := Decrypt(outer.Encrypt, v.cfg.EncryptKey)
 	if err != nil {
-		return nil, fmt.Errorf("%w: decrypting: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: decrypting: %w", ErrMalformed, err)
 	}
 	var inner envelope
 	if err := json.Unmarshal(plain, &inner); err != nil {
-		return nil, fmt.Errorf("%w: decrypted event is not JSON: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: decrypted event is not JSON: %w", ErrMalformed, err)
 	}
 	if inner.Type == typeURLVerification {
 		return v.challenge(inner)

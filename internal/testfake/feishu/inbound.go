@@ -9,6 +9,7 @@ package feishu
 
 import (
 	"bytes"
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -77,7 +78,7 @@ func SignedHeaders(encryptKey string, body []byte, at time.Time, nonce string) h
 func EventRequest(t testing.TB, url, encryptKey string, plain []byte, at time.Time) *http.Request {
 	t.Helper()
 	body := EncryptedBody(encryptKey, plain)
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("building feishu event request: %v", err)
 	}
