@@ -99,6 +99,9 @@ func NewLongConn(cfg LongConnConfig, handle EventHandler, clock Clock, logger *s
 // open until the process exits. Call Run once per process.
 func (l *LongConn) Run(ctx context.Context) error {
 	for {
+		if ctx.Err() != nil {
+			return nil // a client started now could never be stopped
+		}
 		client := larkws.NewClient(l.cfg.AppID, l.cfg.AppSecret,
 			larkws.WithDomain(l.cfg.BaseURL),
 			larkws.WithEventHandler(l.dispatcher()),

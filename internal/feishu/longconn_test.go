@@ -77,3 +77,14 @@ func TestNewLongConnValidates(t *testing.T) {
 	require.ErrorContains(t, err, "app secret is required")
 	require.ErrorContains(t, err, "event handler is required")
 }
+
+func TestLongConnRunAfterCancel(t *testing.T) {
+	srv := fakefeishu.New(t)
+	lc, err := feishu.NewLongConn(feishu.LongConnConfig{AppID: fakefeishu.AppID, AppSecret: "secret", BaseURL: srv.URL},
+		(&received{}).handle, nil, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, lc.Run(ctx))
+	require.Empty(t, srv.Requests(), "no SDK client was started")
+}
