@@ -2,7 +2,9 @@ package promptparts
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,9 +33,11 @@ type headWatcher struct {
 	// unnoticed: the watcher re-reads the head on its connection this often.
 	check time.Duration
 
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{}
+	stmt    *sql.Stmt
+	stopped bool
 }
 
 // advance records rev as the latest revision if it is newer.
@@ -52,7 +56,33 @@ func (s *Service) latestRevision(ctx context.Context) (int64, error) {
 	if s.watch.listening.Load() {
 		return s.watch.head.Load(), nil
 	}
+	if st := s.headStatement(ctx); st != nil {
+		var head int64
+		if err := st.QueryRowContext(ctx).Scan(&head); err != nil {
+			return 0, fmt.Errorf("reading the latest prompt revision: %w", err)
+		}
+		return head, nil
+	}
 	return s.store.head(ctx, s.db)
+}
+
+// headStatement is the head query prepared once on SQLite, where parsing it
+// costs as much as running it. nil on PostgreSQL (pgx caches prepared
+// statements itself) or when preparing failed.
+func (s *Service) headStatement(ctx context.Context) *sql.Stmt {
+	if s.db.Dialect() != db.SQLite {
+		return nil
+	}
+	s.watch.mu.Lock()
+	defer s.watch.mu.Unlock()
+	if s.watch.stmt == nil && !s.watch.stopped {
+		st, err := s.db.SQL.PrepareContext(ctx, headQuery)
+		if err != nil {
+			return nil
+		}
+		s.watch.stmt = st
+	}
+	return s.watch.stmt
 }
 
 // notify announces rev inside the saving transaction (PostgreSQL only).
@@ -85,12 +115,18 @@ func (s *Service) startWatching(ctx context.Context) {
 	}()
 }
 
-// Stop ends the PostgreSQL listener started by Start and waits for it.
+// Stop ends the PostgreSQL listener started by Start, waits for it and
+// releases the prepared head query. The service keeps working, reading the
+// head with a plain query per call.
 func (s *Service) Stop() {
 	w := &s.watch
 	w.mu.Lock()
-	cancel, done := w.cancel, w.done
+	cancel, done, stmt := w.cancel, w.done, w.stmt
+	w.stmt, w.stopped = nil, true
 	w.mu.Unlock()
+	if stmt != nil {
+		_ = stmt.Close()
+	}
 	if cancel == nil {
 		return
 	}
