@@ -73,17 +73,15 @@ type Message struct {
 }
 
 // ThreadKey names the conversation the message belongs to within its chat:
-// the topic thread when there is one, else the root message, else the message
-// itself (which starts a conversation).
+// the root message of its reply chain, or the message itself when it starts
+// one. It is stable across a conversation, unlike ThreadID: the first message
+// of a topic has no thread_id until someone replies in a thread, while every
+// reply carries the first message as root_id.
 func (m *Message) ThreadKey() string {
-	switch {
-	case m.ThreadID != "":
-		return m.ThreadID
-	case m.RootID != "":
+	if m.RootID != "" {
 		return m.RootID
-	default:
-		return m.ID
 	}
+	return m.ID
 }
 
 // Sender identifies who sent a message. OpenID is per app and is the key to

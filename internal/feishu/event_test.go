@@ -192,7 +192,10 @@ func TestParseBotMentionNeedsBotOpenID(t *testing.T) {
 	ev, err = feishu.Parse(plain, feishu.ParseOptions{BotOpenID: fakefeishu.BotOpenID})
 	require.NoError(t, err)
 	require.False(t, ev.Message.MentionsBot)
-	require.Equal(t, "omt_d4be107c616", ev.Message.ThreadKey())
+	require.Equal(t, "om_5ce6d572455d361153b7cb5xxfsdfsdfdsf", ev.Message.ThreadKey())
+	p2p, err := feishu.Parse(readFixture(t, "im.message.receive_v1.p2p.json"), feishu.ParseOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "om_a1b2c3d4e5f60718293a4b5c6d7e8f90", p2p.Message.ThreadKey())
 }
 
 func TestCardActionValue(t *testing.T) {
