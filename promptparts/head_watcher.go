@@ -56,7 +56,7 @@ func (s *Service) latestRevision(ctx context.Context) (int64, error) {
 	if s.watch.listening.Load() {
 		return s.watch.head.Load(), nil
 	}
-	if st := s.headStatement(ctx); st != nil {
+	if st := s.headStatement(ctx); st != nil { //nolint:sqlclosecheck // lives as long as the service; Stop closes it
 		var head int64
 		if err := st.QueryRowContext(ctx).Scan(&head); err != nil {
 			return 0, fmt.Errorf("reading the latest prompt revision: %w", err)
