@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+#
+# superagent as a small static image that runs as a non-root user.
+#
+#   docker build --build-arg VERSION="$(git describe --tags --always --dirty)" -t superagent .
+#   docker run -p 8080:8080 -v superagent-data:/data superagent            # serve
+#   docker run -v superagent-data:/data superagent worker                  # workers only
+#
+# The build command is the one `make build` runs; deploy/build_test.go builds
+# it from this file and checks that the result is a static binary, so keep
+# the two in step.
+
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+ARG VERSION=dev
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/superagent ./cmd/superagent
+# An empty data directory owned by the runtime user, so that a fresh named
+# volume mounted on /data is writable.
+RUN mkdir -p /out/data
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/superagent /usr/local/bin/superagent
+COPY --from=build --chown=65532:65532 /out/data /data
+ENV SUPERAGENT_DATA_DIR=/data \
+    SUPERAGENT_ADDR=:8080
+VOLUME ["/data"]
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/superagent"]
+CMD ["serve"]
