@@ -74,6 +74,8 @@ type Deps struct {
 	Tickets *tickets.Store
 	// Sessions reads Sessions, transcripts and model requests.
 	Sessions *session.Store
+	// Pauser pauses and resumes Tickets.
+	Pauser Pauser
 }
 
 // Admin is the panel.
@@ -85,6 +87,7 @@ type Admin struct {
 	sessions sessionStore
 	drafts   draftStore
 	audit    auditStore
+	reads    ticketReads
 	pages    *renderer
 	static   fs.FS
 }

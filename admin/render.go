@@ -153,6 +153,7 @@ var funcs = template.FuncMap{
 	"statusText": statusText,
 	"lines":      func(s []string) string { return strings.Join(s, "\n") },
 	"add":        func(a, b int64) int64 { return a + b },
+	"int64":      func(n int) int64 { return int64(n) },
 	"deref":      func(s *string) string { return derefString(s) },
 	"sectionOf":  sectionOf,
 	"probs": func(ps problemSet, key string) fieldProblems {

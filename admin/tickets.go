@@ -1,0 +1,179 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// Pauser holds and releases Tickets on a person's word. A pause survives
+// follow-ups, new Executor Sessions and restarts until a person resumes the
+// Ticket; the component that runs Executors provides it. Without one the
+// Ticket page offers no pause control.
+type Pauser interface {
+	Pause(ctx context.Context, ticketID int64, actor, reason string) error
+	Resume(ctx context.Context, ticketID int64, actor string) error
+}
+
+var ticketStates = []string{tickets.TicketOpen, tickets.TicketWorking, tickets.TicketWaiting, tickets.TicketPaused, tickets.TicketDone, tickets.TicketCancelled}
+
+// ticketsPage is the filterable Ticket list.
+type ticketsPage struct {
+	Available bool
+	Filter    ticketFilter
+	States    []string
+	Tickets   []tickets.Ticket
+}
+
+const ticketsPerPage = 200
+
+func (a *Admin) getTickets(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	p := ticketsPage{Available: a.deps.Tickets != nil, States: ticketStates,
+		Filter: ticketFilter{State: q.Get("state"), Query: strings.TrimSpace(q.Get("q")), Limit: ticketsPerPage}}
+	if p.Filter.State != "" && !slices.Contains(ticketStates, p.Filter.State) {
+		p.Filter.State = ""
+	}
+	if p.Available {
+		var err error
+		if p.Tickets, err = a.reads.list(r.Context(), a.db, p.Filter); err != nil {
+			return err
+		}
+	}
+	return a.render(w, r, http.StatusOK, "tickets.html", pageData{Title: "Tickets", Nav: "tickets", Data: p})
+}
+
+// ticketPage is one Ticket with everything recorded about it.
+type ticketPage struct {
+	Ticket   tickets.Ticket
+	Threads  []tickets.Thread
+	Cards    []tickets.Card
+	Sessions []sessionView
+	// Totals is the usage of all the Ticket's Sessions; nil without a
+	// session store.
+	Totals    *session.Totals
+	CanPause  bool
+	HasTrails bool
+}
+
+// sessionView is one Session with its transcript and model requests.
+type sessionView struct {
+	Session  *session.Session
+	Messages []session.Message
+	Requests []session.Request
+	// Results maps a tool call id to the tool message that answered it.
+	Results map[string]session.Message
+}
+
+func (a *Admin) ticketID(r *http.Request) (int64, error) {
+	if a.deps.Tickets == nil {
+		return 0, httpserver.Errorf(http.StatusNotFound, "Tickets are not available in this process.")
+	}
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, httpserver.Errorf(http.StatusNotFound, "There is no such Ticket.")
+	}
+	return id, nil
+}
+
+func (a *Admin) getTicket(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id, err := a.ticketID(r)
+	if err != nil {
+		return err
+	}
+	t, err := a.deps.Tickets.Ticket(ctx, a.db, id)
+	if errors.Is(err, tickets.ErrNotFound) {
+		return &httpserver.Error{Status: http.StatusNotFound, Message: "There is no such Ticket.", Err: err}
+	}
+	if err != nil {
+		return err
+	}
+	p := ticketPage{Ticket: t, CanPause: a.deps.Pauser != nil}
+	if p.Threads, err = a.reads.threads(ctx, a.db, id); err != nil {
+		return err
+	}
+	cardIDs, err := a.reads.cardIDs(ctx, a.db, id, 100)
+	if err != nil {
+		return err
+	}
+	for _, cid := range cardIDs {
+		c, err := a.deps.Tickets.Card(ctx, a.db, cid)
+		if err != nil {
+			return err
+		}
+		p.Cards = append(p.Cards, c)
+	}
+	if st := a.deps.Sessions; st != nil {
+		totals, err := st.TicketTotals(ctx, a.db, id)
+		if err != nil {
+			return err
+		}
+		p.Totals = &totals
+		sessions, err := st.ForTicket(ctx, a.db, id)
+		if err != nil {
+			return err
+		}
+		for _, s := range sessions {
+			v := sessionView{Session: s, Results: map[string]session.Message{}}
+			if v.Messages, err = st.Messages(ctx, a.db, s.ID, 0); err != nil {
+				return err
+			}
+			if v.Requests, err = st.Requests(ctx, a.db, s.ID); err != nil {
+				return err
+			}
+			for _, m := range v.Messages {
+				if m.Role == "tool" {
+					v.Results[m.ToolCallID] = m
+				}
+			}
+			p.Sessions = append(p.Sessions, v)
+		}
+	}
+	return a.render(w, r, http.StatusOK, "ticket.html", pageData{Title: "Ticket " + strconv.FormatInt(id, 10) + ": " + t.Title, Nav: "tickets", Data: p})
+}
+
+func (a *Admin) postTicket(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id, err := a.ticketID(r)
+	if err != nil {
+		return err
+	}
+	if a.deps.Pauser == nil {
+		return httpserver.Errorf(http.StatusNotImplemented, "Pausing Tickets is not available in this process.")
+	}
+	actor := currentSession(ctx).Actor
+	target := "ticket " + strconv.FormatInt(id, 10)
+	url := "/admin/tickets/" + strconv.FormatInt(id, 10)
+	entry := auditEntry{CreatedAt: a.cfg.Now(), Actor: actor, Target: target}
+	switch r.PostFormValue("action") {
+	case "pause":
+		reason := strings.TrimSpace(r.PostFormValue("reason"))
+		if err := a.deps.Pauser.Pause(ctx, id, actor, reason); err != nil {
+			return err
+		}
+		entry.Action, entry.Detail = actionPauseTicket, reason
+		url = withQuery(url, "done", "paused")
+	case "resume":
+		if err := a.deps.Pauser.Resume(ctx, id, actor); err != nil {
+			return err
+		}
+		entry.Action = actionResume
+		url = withQuery(url, "done", "resumed")
+	default:
+		return httpserver.Errorf(http.StatusBadRequest, "Unknown action.")
+	}
+	if err := a.audit.record(ctx, a.db, entry); err != nil {
+		return err
+	}
+	return redirect(w, r, url)
+}
