@@ -201,34 +201,45 @@ type SaveResult struct {
 // *ValidationError listing every problem; in both cases nothing is written.
 // A save that changes nothing creates no version.
 func (s *Service) Save(ctx context.Context, p Patch, meta SaveMeta) (SaveResult, error) {
+	return s.save(ctx, p, meta, nil)
+}
+
+// save is Save with the problems already found while parsing the patch,
+// so that one answer lists them together with every other problem.
+func (s *Service) save(ctx context.Context, p Patch, meta SaveMeta, found problems) (SaveResult, error) {
 	if err := s.storeDefaults(ctx); err != nil {
 		return SaveResult{}, err
 	}
 	return s.commit(ctx, p.BaseRevision, meta, p.Note, p.Request, nil, func(tx *db.Tx, head Settings) (Settings, problems, error) {
-		return apply(s.reg, head, p, func(sha string) (bool, error) {
+		next, ps, err := apply(s.reg, head, p, func(sha string) (bool, error) {
 			_, ok, err := s.store.defaultText(ctx, tx, sha)
 			return ok, err
 		})
+		return next, append(found, ps...), err
 	})
 }
 
 // SaveJSON parses body (the POST /api/config or orchestrator_prompts_save
-// arguments) and saves it. Malformed JSON is a *SyntaxError.
+// arguments) and saves it. Malformed JSON is a *SyntaxError. Unknown fields
+// and wrongly typed values are listed with every other problem.
 func (s *Service) SaveJSON(ctx context.Context, body []byte, meta SaveMeta) (SaveResult, error) {
 	p, err := ParsePatch(body)
+	var found problems
 	if err != nil {
 		var ve *ValidationError
 		if !errors.As(err, &ve) {
 			return SaveResult{}, err
 		}
-		// Report the stale base before the problems of a draft made against
-		// an old revision: the client rebases first.
-		if head, herr := s.Head(ctx); herr == nil && head != p.BaseRevision && !hasKey(ve.Problems, "base_revision") {
-			return SaveResult{}, &ConflictError{BaseRevision: p.BaseRevision, HeadRevision: head}
+		found = ve.Problems
+		if hasKey(found, "base_revision") {
+			// Without a usable base nothing is saved, but the rest of the
+			// draft is still checked against the latest revision.
+			if p.BaseRevision, err = s.Head(ctx); err != nil {
+				return SaveResult{}, err
+			}
 		}
-		return SaveResult{}, err
 	}
-	return s.Save(ctx, p, meta)
+	return s.save(ctx, p, meta, found)
 }
 
 func hasKey(ps []Problem, key string) bool {
