@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -92,7 +93,7 @@ func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
 	case !json.Valid(body):
 		d.State, d.Error, outcome = DeliveryFailed, "malformed JSON payload", "malformed"
 	}
-	id, dup, err := s.record(r, d)
+	id, dup, err := s.record(r.Context(), d)
 	if err != nil {
 		return err
 	}
@@ -106,10 +107,9 @@ func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// record writes the delivery and, when it is to be processed, its job, in
-// one transaction.
-func (s *Service) record(r *http.Request, d Delivery) (id int64, dup bool, err error) {
-	ctx := r.Context()
+// record writes the delivery and, when it is to be processed, its job,
+// in one transaction.
+func (s *Service) record(ctx context.Context, d Delivery) (id int64, dup bool, err error) {
 	err = s.d.InTx(ctx, func(tx *db.Tx) error {
 		id, dup, err = insertDelivery(ctx, tx, d)
 		if err != nil || dup || d.State != DeliveryReceived {

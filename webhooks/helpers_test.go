@@ -59,7 +59,7 @@ func setup(t *testing.T, d *db.DB, mods ...func(*webhooks.Config)) *env {
 	for _, m := range mods {
 		m(&cfg)
 	}
-	e.svc, err = webhooks.New(cfg, d, e.q, gh, nil)
+	e.svc, err = webhooks.New(cfg, d, e.q, gh, nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, e.q.Init())
 	e.store = e.svc.Store()
@@ -175,4 +175,19 @@ func count(t testing.TB, d *db.DB, query string, args ...any) int {
 	var n int
 	require.NoError(t, d.QueryRow(context.Background(), query, args...).Scan(&n))
 	return n
+}
+
+func newServer(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func mustOpen(t testing.TB, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	return f
 }

@@ -230,7 +230,7 @@ func TestThroughTheQueue(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d)
 		q := queue.New(d, queue.Config{FetchPollInterval: 50 * time.Millisecond, FetchCooldown: 10 * time.Millisecond})
-		svc, err := webhooks.New(webhooks.Config{GitHub: webhooks.GitHubConfig{WebhookSecret: secret, Slug: "superagent"}}, d, q, nil, nil)
+		svc, err := webhooks.New(webhooks.Config{GitHub: webhooks.GitHubConfig{WebhookSecret: secret, Slug: "superagent"}}, d, q, nil, nil, nil)
 		require.NoError(t, err)
 		require.NoError(t, q.Init())
 		ctx, cancel := context.WithCancel(context.Background())

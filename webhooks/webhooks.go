@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/tickets"
@@ -30,6 +31,8 @@ const DefaultGitHubMaxBody = 25 << 20
 type Config struct {
 	// GitHub configures POST /webhooks/github.
 	GitHub GitHubConfig
+	// Feishu configures POST /webhooks/feishu and the long connection.
+	Feishu FeishuConfig
 	// TextLimit is the number of characters of text a card carries before
 	// it is truncated. Default tickets.DefaultTextLimit (4,000).
 	TextLimit int
@@ -61,12 +64,28 @@ type GitHubConfig struct {
 	MaxBody int64
 }
 
+// FeishuConfig configures the Feishu endpoint and event processing.
+type FeishuConfig struct {
+	// Verifier holds the verification token, the Encrypt Key (both
+	// required for POST /webhooks/feishu, which answers 404 without them),
+	// the app id events must name, and the timestamp window.
+	Verifier feishu.VerifierConfig
+	// BotOpenID is the bot's open_id: mentions of it address the bot and
+	// its own messages are dropped. Default: read through the Feishu client
+	// (GET /open-apis/bot/v3/info) when one is given.
+	BotOpenID string
+	// MaxBody caps the request body. Default feishu.MaxBodyBytes (1 MiB).
+	MaxBody int64
+}
+
 // Service receives and processes deliveries.
 type Service struct {
 	cfg     Config
 	d       *db.DB
 	q       *queue.Queue
 	gh      *githubapp.Client
+	fs      *feishu.Client
+	lark    *feishu.Verifier
 	logger  *slog.Logger
 	store   *tickets.Store
 	metrics *metrics
@@ -77,8 +96,9 @@ type Service struct {
 
 // New builds the ingestion service and registers its River worker on q
 // (call q.Init afterwards). gh may be nil: permission levels are then
-// "unknown" and the slug must be configured.
-func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, logger *slog.Logger) (*Service, error) {
+// "unknown" and the slug must be configured. fs may be nil: the bot's
+// open_id must then be configured for Feishu mentions to count.
+func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, fs *feishu.Client, logger *slog.Logger) (*Service, error) {
 	if d == nil || q == nil {
 		return nil, errors.New("creating webhooks service: database and queue are required")
 	}
@@ -91,6 +111,9 @@ func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, logger *slo
 	if cfg.GitHub.MaxBody <= 0 {
 		cfg.GitHub.MaxBody = DefaultGitHubMaxBody
 	}
+	if cfg.Feishu.MaxBody <= 0 {
+		cfg.Feishu.MaxBody = feishu.MaxBodyBytes
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -102,9 +125,13 @@ func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, logger *slo
 		return nil, err
 	}
 	s := &Service{
-		cfg: cfg, d: d, q: q, gh: gh, logger: logger, metrics: m,
+		cfg: cfg, d: d, q: q, gh: gh, fs: fs, logger: logger, metrics: m,
 		store: tickets.New(tickets.Config{Now: cfg.Now}),
 		slug:  cfg.GitHub.Slug,
+	}
+	// The Feishu endpoint stays off (404) until it can authenticate events.
+	if v, err := feishu.NewVerifier(cfg.Feishu.Verifier, cfg.Now); err == nil {
+		s.lark = v
 	}
 	if cfg.GitHub.WebhookSecret != "" && s.slug == "" && gh == nil {
 		logger.Warn("GitHub App slug unknown: the bot's own events cannot be told apart and mentions are not detected")
@@ -119,10 +146,12 @@ func (s *Service) AddHook(h tickets.Hook) { s.cfg.Hooks = append(s.cfg.Hooks, h)
 // Store is the tickets store the service writes cards with.
 func (s *Service) Store() *tickets.Store { return s.store }
 
-// Routes mounts the webhook endpoints (POST /webhooks/github) on the root
-// router. They do their own body limits and authentication.
+// Routes mounts the webhook endpoints (POST /webhooks/github and
+// /webhooks/feishu) on the root router. They do their own body limits and
+// authentication.
 func (s *Service) Routes(r chi.Router) {
 	r.Post("/webhooks/github", s.handleGitHub)
+	r.Post("/webhooks/feishu", s.handle(s.receiveFeishu))
 }
 
 // APIRoutes mounts the read API (GET /cards, /cards/{id}, /cards/{id}/text)

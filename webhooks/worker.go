@@ -57,6 +57,8 @@ func (s *Service) process(ctx context.Context, id int64, attempt int) error {
 	switch d.Source {
 	case "github":
 		return s.processGitHub(ctx, d, attempt)
+	case "feishu":
+		return s.processFeishu(ctx, d)
 	default:
 		return s.finish(ctx, d, DeliveryIgnored, "source "+d.Source+" is not processed")
 	}
@@ -114,9 +116,27 @@ func (s *Service) processGitHub(ctx context.Context, d Delivery, attempt int) er
 		c.Author.Permission = perm
 	}
 
+	return s.admit(ctx, d, c.NewCard, func(tx *db.Tx, nc *tickets.NewCard) (string, error) {
+		if c.Branch == "" {
+			return "", nil
+		}
+		keep, err := s.branchMatters(ctx, tx, c)
+		if err != nil || keep {
+			nc.Thread = c.Thread
+			return "", err
+		}
+		return "branch " + c.Branch + " does not matter", nil
+	})
+}
+
+// admit stores a delivery's card and marks the delivery processed in one
+// transaction. check, when not nil, runs first inside the transaction and
+// may drop the card (returning a reason) or adjust it.
+func (s *Service) admit(ctx context.Context, d Delivery, nc tickets.NewCard,
+	check func(tx *db.Tx, nc *tickets.NewCard) (string, error)) error {
 	var card tickets.Card
 	dropped := ""
-	err = s.d.InTx(ctx, func(tx *db.Tx) error {
+	err := s.d.InTx(ctx, func(tx *db.Tx) error {
 		current, err := getDelivery(ctx, tx, d.ID)
 		if err != nil {
 			return err
@@ -125,17 +145,17 @@ func (s *Service) processGitHub(ctx context.Context, d Delivery, attempt int) er
 			dropped = "already processed"
 			return nil
 		}
-		if c.Branch != "" {
-			keep, err := s.branchMatters(ctx, tx, c)
+		if check != nil {
+			reason, err := check(tx, &nc)
 			if err != nil {
 				return err
 			}
-			if !keep {
-				dropped = "branch " + c.Branch + " does not matter"
+			if reason != "" {
+				dropped = reason
 				return finishDelivery(ctx, tx, d.ID, DeliveryIgnored, dropped, s.now())
 			}
 		}
-		card, err = s.store.Admit(ctx, tx, c.NewCard, s.cfg.TextLimit, s.cfg.Hooks...)
+		card, err = s.store.Admit(ctx, tx, nc, s.cfg.TextLimit, s.cfg.Hooks...)
 		if errors.Is(err, tickets.ErrDuplicate) {
 			dropped = "already processed"
 		} else if err != nil {

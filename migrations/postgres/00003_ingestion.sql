@@ -46,6 +46,15 @@ CREATE TABLE github_permissions (
     PRIMARY KEY (repo, login)
 );
 
+-- Feishu chats the bot is a member of (bot added/removed events).
+CREATE TABLE feishu_chats (
+    chat_id    TEXT PRIMARY KEY,
+    name       TEXT NOT NULL DEFAULT '',
+    external   BOOLEAN NOT NULL DEFAULT FALSE,
+    active     BOOLEAN NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL
+);
+
 CREATE TABLE threads (
     id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     source     TEXT NOT NULL CHECK (source IN ('github', 'feishu')),
@@ -124,4 +133,5 @@ DROP TABLE threads;
 DROP TABLE github_permissions;
 DROP TABLE github_repositories;
 DROP TABLE github_installations;
+DROP TABLE feishu_chats;
 DROP TABLE deliveries;

@@ -1,0 +1,106 @@
+package webhooks
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/superagent-dev/superagent/internal/feishu"
+	"github.com/superagent-dev/superagent/internal/httpserver"
+)
+
+// feishuEvents are the Feishu event types ingestion processes.
+var feishuEvents = map[string]bool{
+	feishu.EventMessageReceived: true, feishu.EventCardAction: true,
+	feishu.EventBotAdded: true, feishu.EventBotDeleted: true,
+}
+
+// receiveFeishu handles POST /webhooks/feishu: authenticate (signature,
+// timestamp window, then decryption and the verification token), answer a
+// challenge, or store the event and its job and answer at once.
+func (s *Service) receiveFeishu(w http.ResponseWriter, r *http.Request) error {
+	if s.lark == nil {
+		return httpserver.Errorf(http.StatusNotFound, "Feishu webhooks are not configured")
+	}
+	max := s.cfg.Feishu.MaxBody
+	if r.ContentLength > max {
+		s.metrics.count("feishu", "", "rejected")
+		return httpserver.Errorf(http.StatusRequestEntityTooLarge, "request body too large")
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		s.metrics.count("feishu", "", "rejected")
+		return httpserver.Errorf(http.StatusUnsupportedMediaType, "content type must be application/json")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.metrics.count("feishu", "", "rejected")
+			return httpserver.Errorf(http.StatusRequestEntityTooLarge, "request body too large")
+		}
+		return &httpserver.Error{Status: http.StatusBadRequest, Message: "reading request body failed", Err: err}
+	}
+	in, err := s.lark.Open(r.Header, body)
+	if err != nil {
+		s.metrics.count("feishu", "", "rejected")
+		status := feishu.Status(err)
+		return &httpserver.Error{Status: status, Message: http.StatusText(status), Err: err}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if in.Challenge != "" {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(feishu.ChallengeResponse(in.Challenge))
+		return nil
+	}
+	if _, err := s.storeFeishu(r.Context(), in.Plain); err != nil {
+		return err
+	}
+	// Card actions are callbacks: {} acknowledges without changing the card.
+	httpserver.WriteJSON(w, http.StatusOK, feishu.CardActionResponse{})
+	return nil
+}
+
+// FeishuEvent stores one authenticated, decrypted Feishu event (schema 2.0
+// JSON) and enqueues its processing, deduplicated like the webhook path.
+// It is the long connection's feishu.EventHandler.
+func (s *Service) FeishuEvent(ctx context.Context, plain []byte) error {
+	_, err := s.storeFeishu(ctx, plain)
+	return err
+}
+
+// storeFeishu records an event under its dedupe key: message id for
+// received messages, event id otherwise. An event that cannot be read is
+// recorded failed (under a hash of its bytes when it has no id).
+func (s *Service) storeFeishu(ctx context.Context, plain []byte) (dup bool, err error) {
+	d := Delivery{Source: "feishu", Headers: map[string]string{}, Body: plain, ReceivedAt: s.now(), State: DeliveryReceived}
+	ev, perr := feishu.Parse(plain, feishu.ParseOptions{})
+	switch {
+	case perr != nil:
+		sum := sha256.Sum256(plain)
+		d.DedupeKey, d.Event = "unreadable:"+hex.EncodeToString(sum[:16]), "unreadable"
+		d.State, d.Error = DeliveryFailed, perr.Error()
+	case !feishuEvents[ev.Type]:
+		d.DedupeKey, d.Event = ev.DedupeKey(), ev.Type
+		d.State, d.Error, d.Body = DeliveryIgnored, "event "+ev.Type+" is not processed", nil
+	default:
+		d.DedupeKey, d.Event = ev.DedupeKey(), ev.Type
+	}
+	if len(d.Event) > 100 {
+		d.Event = d.Event[:100]
+	}
+	_, dup, err = s.record(ctx, d)
+	if err != nil {
+		return false, fmt.Errorf("storing feishu event: %w", err)
+	}
+	outcome := map[string]string{DeliveryReceived: "accepted", DeliveryFailed: "malformed", DeliveryIgnored: "ignored"}[d.State]
+	if dup {
+		outcome = "duplicate"
+	}
+	s.metrics.count("feishu", d.Event, outcome)
+	return dup, nil
+}
