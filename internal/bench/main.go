@@ -49,6 +49,13 @@ func run(ctx context.Context, n, concurrency int) error {
 			return fmt.Errorf("%s: River insert baseline: %w", t.name, err)
 		}
 		fmt.Printf("  River single-job insert (baseline): %8.0f jobs/s   p50 %-9s p99 %s\n", base.perSecond(), base.p(50), base.p(99))
+		in, err := ingest(ctx, t.db, n, concurrency)
+		if err != nil {
+			return fmt.Errorf("%s: ingestion: %w", t.name, err)
+		}
+		fmt.Printf("  GitHub webhook ingestion:           %8.0f deliveries/s   p50 %-9s p99 %s\n", in.perSecond(), in.p(50), in.p(99))
+		fmt.Printf("    ratio to baseline %.0f%% (goal ≥ 60%%); p99/p50 %.1f (goal ≤ 4)\n",
+			100*in.perSecond()/base.perSecond(), float64(in.p(99))/float64(max(in.p(50), 1)))
 		fmt.Println()
 	}
 	return nil
