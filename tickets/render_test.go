@@ -76,15 +76,17 @@ func checkFenced(t *testing.T, c tickets.Card, out string) {
 	i := strings.Index(out, marker)
 	require.GreaterOrEqual(t, i, 0, "no fence announced")
 	rest := out[i+len(marker):]
-	fence := rest[:strings.Index(rest, " lines:\n")]
+	end := strings.Index(rest, " lines:\n")
+	require.GreaterOrEqual(t, end, 0)
+	fence := rest[:end]
 	require.NotContains(t, c.Text, fence)
 	body := rest[strings.Index(rest, "\n")+1:]
 	require.True(t, strings.HasPrefix(body, fence+"\n"))
 	inner := body[len(fence)+1:]
-	end := strings.Index(inner, fence)
-	require.GreaterOrEqual(t, end, 0)
-	require.Equal(t, strings.TrimSuffix(c.Text, "\n"), strings.TrimSuffix(inner[:end], "\n"))
-	require.Equal(t, fence+"\n", inner[end:], "nothing may follow the closing fence")
+	closing := strings.Index(inner, fence)
+	require.GreaterOrEqual(t, closing, 0)
+	require.Equal(t, strings.TrimSuffix(c.Text, "\n"), strings.TrimSuffix(inner[:closing], "\n"))
+	require.Equal(t, fence+"\n", inner[closing:], "nothing may follow the closing fence")
 	// Everything before the fence is host-written: one field per line.
 	head := out[:i]
 	require.NotContains(t, head, c.Text)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -68,5 +69,41 @@ func FuzzMentionsAndReferences(f *testing.F) {
 				t.Fatalf("bad reference %+v in %q", r, text)
 			}
 		}
+	})
+}
+
+// FuzzFeishuCards feeds arbitrary event JSON through the Feishu parser and
+// the card conversion: no panic, and any card is well formed.
+func FuzzFeishuCards(f *testing.F) {
+	files, _ := filepath.Glob("testdata/feishu/*.json")
+	for _, file := range files {
+		body, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(body)
+	}
+	f.Fuzz(func(t *testing.T, plain []byte) {
+		ev, err := feishu.Parse(plain, feishu.ParseOptions{BotOpenID: "ou_bot"})
+		if err != nil {
+			return
+		}
+		var nc tickets.NewCard
+		var drop string
+		switch {
+		case ev.Message != nil:
+			nc, drop = feishuMessageCard(ev.Message, "ou_bot")
+		case ev.CardAction != nil:
+			nc, drop = feishuCardActionCard(ev.CardAction)
+		default:
+			return
+		}
+		if drop != "" {
+			return
+		}
+		if !strings.HasPrefix(nc.Thread.Key, "feishu:") || nc.Source != tickets.SourceFeishu || nc.Kind == "" {
+			t.Fatalf("ill-formed card %+v", nc)
+		}
+		_ = tickets.Render(tickets.Card{Kind: nc.Kind, Thread: nc.Thread, Author: nc.Author, Text: nc.Text, References: nc.References})
 	})
 }

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -106,7 +107,7 @@ func (s *Service) InstallationFor(ctx context.Context, repo string) (int64, erro
 SELECT r.installation_id FROM github_repositories r JOIN github_installations i ON i.id = r.installation_id
 WHERE LOWER(r.full_name) = LOWER($1) AND r.active AND i.state = 'active' ORDER BY r.updated_at DESC LIMIT 1`, repo).Scan(&id)
 	if err != nil {
-		if err == db.ErrNoRows {
+		if errors.Is(err, db.ErrNoRows) {
 			return 0, nil
 		}
 		return 0, fmt.Errorf("finding installation of %s: %w", repo, err)

@@ -9,11 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/dbtest"
 	"github.com/superagent-dev/superagent/internal/queue"
+	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
 	"github.com/superagent-dev/superagent/tickets"
 	"github.com/superagent-dev/superagent/webhooks"
 )
@@ -261,4 +264,24 @@ func TestThroughTheQueue(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPermissionFailures retries the job while GitHub cannot say the
+// author's permission, and makes the card with "unknown" on the last try.
+func TestPermissionFailures(t *testing.T) {
+	e := setup(t, dbtest.SQLite(t))
+	path := "/repos/Codertocat/Hello-World/collaborators/Codertocat/permission"
+	broken := fakegithub.Fault{Status: http.StatusBadGateway, Body: `{"message":"Server Error"}`}
+	e.fake.FailNext(http.MethodGet, path, broken, broken, broken)
+	a := e.send(t, e.request(t, "pull_request", e.guid(), fixture(t, "pull_request/opened.payload.json")))
+	require.Equal(t, http.StatusAccepted, a.Status)
+	ctx := context.Background()
+	for attempt := 1; attempt <= 2; attempt++ {
+		job := &river.Job[webhooks.ProcessArgs]{JobRow: &rivertype.JobRow{Attempt: attempt}, Args: webhooks.ProcessArgs{DeliveryID: a.Delivery}}
+		require.Error(t, e.svc.Worker().Work(ctx, job))
+		require.Equal(t, webhooks.DeliveryReceived, e.delivery(t, a.Delivery).State)
+	}
+	job := &river.Job[webhooks.ProcessArgs]{JobRow: &rivertype.JobRow{Attempt: 3}, Args: webhooks.ProcessArgs{DeliveryID: a.Delivery}}
+	require.NoError(t, e.svc.Worker().Work(ctx, job))
+	require.Equal(t, "unknown", e.card(t, a.Delivery).Author.Permission)
 }

@@ -32,9 +32,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if req.GetBody == nil {
 				return resp, nil // the body cannot be replayed
 			}
-			body, err := req.GetBody()
-			if err != nil {
-				return resp, nil
+			body, bodyErr := req.GetBody()
+			if bodyErr != nil {
+				return resp, nil //nolint:nilerr // the 429 answer stands when the body cannot be replayed
 			}
 			req = req.Clone(req.Context())
 			req.Body = body
