@@ -204,6 +204,28 @@ func TestDatabase(t *testing.T) {
 	})
 }
 
+// TestDatabasePostgres runs the database checks against PostgreSQL: a
+// migrated schema passes, an empty one has pending migrations.
+func TestDatabasePostgres(t *testing.T) {
+	base := dbtest.PostgresURL(t)
+	t.Run("migrated", func(t *testing.T) {
+		e := setup(t)
+		d := dbtest.Postgres(t)
+		var schema string
+		require.NoError(t, d.QueryRow(context.Background(), "SELECT current_schema()").Scan(&schema))
+		e.cfg.DatabaseURL = dbtest.SchemaURL(base, schema)
+		results, _, _ := run(t, e.cfg)
+		requireResult(t, results, "database", doctor.OK, "postgres database answers", "")
+		requireResult(t, results, "migrations", doctor.OK, "up to date", "")
+	})
+	t.Run("pending migrations", func(t *testing.T) {
+		e := setup(t)
+		e.cfg.DatabaseURL = dbtest.SchemaURL(base, dbtest.NewSchema(t))
+		results, _, _ := run(t, e.cfg)
+		requireResult(t, results, "migrations", doctor.Fail, "migrations are pending", "superagent migrate")
+	})
+}
+
 func TestGitHubApp(t *testing.T) {
 	t.Run("key of another App", func(t *testing.T) {
 		e := setup(t)

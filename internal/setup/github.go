@@ -151,7 +151,8 @@ func (g *GitHub) Run(ctx context.Context, out io.Writer) (*GitHubApp, error) {
 			return nil, err
 		}
 	}
-	ln, err := net.Listen("tcp", g.cfg.Addr)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", g.cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s for the setup page: %w (choose another port)", g.cfg.Addr, err)
 	}
