@@ -38,6 +38,7 @@ type env struct {
 	feishu *fakefeishu.Server
 	model  *fakeopenai.Server
 	insts  []map[string]any
+	hook   map[string]any // GET /app/hook/config
 }
 
 // setup returns a configuration under which every check passes, and the
@@ -54,10 +55,16 @@ func setup(t *testing.T) *env {
 			"repository_selection": "selected", "permissions": map[string]string{"contents": "write"},
 			"events": []string{"issues"}, "created_at": "2026-11-01T00:00:00Z", "updated_at": "2026-11-01T00:00:00Z",
 		}},
+		hook: map[string]any{"content_type": "json", "insecure_ssl": "0", "url": "https://agent.example.com/webhooks/github", "secret": "********"},
 	}
 	e.github.Handle("GET /app/installations", func(w http.ResponseWriter, r *http.Request) {
 		if e.github.AuthorizeApp(w, r) {
 			fakegithub.WriteJSON(w, http.StatusOK, e.insts)
+		}
+	})
+	e.github.Handle("GET /app/hook/config", func(w http.ResponseWriter, r *http.Request) {
+		if e.github.AuthorizeApp(w, r) {
+			fakegithub.WriteJSON(w, http.StatusOK, e.hook)
 		}
 	})
 	e.model.Fallback(fakeopenai.Reply{Content: "O", FinishReason: "length", Usage: fakeopenai.UsageOpenAI(12, 0, 1)})
@@ -264,6 +271,21 @@ func TestGitHubApp(t *testing.T) {
 		e.github.FailNext("GET", "/app", fakegithub.Fault{Status: http.StatusOK, Body: app}, fakegithub.Fault{Status: http.StatusOK, Body: app})
 		results, _, _ := run(t, e.cfg)
 		requireResult(t, results, "GitHub App", doctor.Warn, "the App lacks contents: write, the push event", "Permissions & events")
+	})
+	t.Run("webhook elsewhere", func(t *testing.T) {
+		e := setup(t)
+		e.hook["url"] = "https://old.example.com/hooks"
+		results, _, failed := run(t, e.cfg)
+		requireResult(t, results, "GitHub App", doctor.Warn, "its webhooks go to https://old.example.com/hooks, not to superagent's /webhooks/github", "General → Webhook")
+		require.Zero(t, failed)
+	})
+	t.Run("no webhook", func(t *testing.T) {
+		e := setup(t)
+		for range 2 {
+			e.github.FailNext("GET", "/app/hook/config", fakegithub.Fault{Status: http.StatusNotFound, Body: `{"message":"Not Found"}`})
+		}
+		results, _, _ := run(t, e.cfg)
+		requireResult(t, results, "GitHub App", doctor.Warn, "the App has no webhook", "/webhooks/github")
 	})
 	t.Run("unreachable API", func(t *testing.T) {
 		e := setup(t)

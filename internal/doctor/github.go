@@ -64,11 +64,40 @@ func (d *doctor) githubApp(ctx context.Context) Result {
 		return githubFailure(err, c, fmt.Sprintf("minting a token for installation %d (%s)", first.GetID(), first.GetAccount().GetLogin()))
 	}
 	msg := fmt.Sprintf("%s: installed on %s; minted an installation token for %s", name, strings.Join(accounts, ", "), first.GetAccount().GetLogin())
+	var problems, fixes []string
 	if gaps := appGaps(app); gaps != "" {
-		return warn("on the App's settings page (Permissions & events) grant "+gaps+", then accept the new permissions on each installation",
-			"%s, but the App lacks %s", msg, gaps)
+		problems = append(problems, "the App lacks "+gaps)
+		fixes = append(fixes, "on the App's settings page (Permissions & events) grant "+gaps+", then accept the new permissions on each installation")
+	}
+	if problem, fix := hookProblem(ctx, client.App()); problem != "" {
+		problems = append(problems, problem)
+		fixes = append(fixes, fix)
+	}
+	if len(problems) > 0 {
+		return warn(strings.Join(fixes, "; "), "%s, but %s", msg, strings.Join(problems, ", and "))
 	}
 	return ok("%s", msg)
+}
+
+// hookProblem reads the App's webhook configuration and says what would
+// keep deliveries from arriving. A failure to read it is not reported: the
+// checks above already proved the credentials.
+func hookProblem(ctx context.Context, app *github.Client) (problem, fix string) {
+	const fixURL = "on the App's settings page (General → Webhook) make it active with the URL https://<public host>/webhooks/github"
+	hook, resp, err := app.Apps.GetHookConfig(ctx)
+	switch {
+	case err != nil && resp != nil && resp.StatusCode == http.StatusNotFound:
+		return "the App has no webhook", fixURL
+	case err != nil:
+		return "", ""
+	case hook.GetURL() == "":
+		return "the App has no webhook URL", fixURL
+	case !strings.HasSuffix(strings.TrimRight(hook.GetURL(), "/"), "/webhooks/github"):
+		return fmt.Sprintf("its webhooks go to %s, not to superagent's /webhooks/github", hook.GetURL()), fixURL
+	case hook.GetInsecureSSL() == "1":
+		return "its webhook skips TLS certificate checks", "on the App's settings page enable SSL verification for the webhook"
+	}
+	return "", ""
 }
 
 // appGaps lists the permissions and events the App lacks, when GitHub
