@@ -41,19 +41,19 @@ var fixtureWants = map[string]want{
 	"installation/unsuspend.payload.json":                                   {state: "processed"},
 	"installation_repositories/added.payload.json":                          {state: "processed"},
 	"installation_repositories/removed.payload.json":                        {state: "processed"},
-	"issue_comment/created.payload.json":                                    {kind: "comment", thread: hello + "#1", permission: "unknown"},
+	"issue_comment/created.payload.json":                                    {kind: "comment", thread: hello + "#1", permission: "admin"},
 	"issue_comment/deleted.payload.json":                                    {state: "ignored"},
-	"issue_comment/edited.payload.json":                                     {kind: "comment_edited", thread: hello + "#1", permission: "unknown"},
+	"issue_comment/edited.payload.json":                                     {kind: "comment_edited", thread: hello + "#1", permission: "admin"},
 	"issues/assigned.payload.json":                                          {state: "ignored"},
 	"issues/deleted.payload.json":                                           {state: "ignored"},
 	"issues/demilestoned.payload.json":                                      {state: "ignored"},
-	"issues/edited.payload.json":                                            {kind: "issue_edited", thread: hello + "#1", permission: "unknown"},
+	"issues/edited.payload.json":                                            {kind: "issue_edited", thread: hello + "#1", permission: "admin"},
 	"issues/labeled.payload.json":                                           {state: "ignored"},
 	"issues/locked.payload.json":                                            {state: "ignored"},
 	"issues/milestoned.payload.json":                                        {state: "ignored"},
-	"issues/opened.payload.json":                                            {kind: "issue_opened", thread: hello + "#1", permission: "unknown"},
-	"issues/opened.with-empty-body.payload.json":                            {kind: "issue_opened", thread: hello + "#1", permission: "unknown"},
-	"issues/opened.with-transfer.payload.json":                              {kind: "issue_opened", thread: hello + "#1", permission: "unknown"},
+	"issues/opened.payload.json":                                            {kind: "issue_opened", thread: hello + "#1", permission: "admin"},
+	"issues/opened.with-empty-body.payload.json":                            {kind: "issue_opened", thread: hello + "#1", permission: "admin"},
+	"issues/opened.with-transfer.payload.json":                              {kind: "issue_opened", thread: hello + "#1", permission: "admin"},
 	"issues/pinned.payload.json":                                            {state: "ignored"},
 	"issues/reopened.payload.json":                                          {kind: "issue_reopened", thread: hello + "#1", permission: "admin"},
 	"issues/transferred.payload.json":                                       {state: "ignored"},
@@ -65,12 +65,12 @@ var fixtureWants = map[string]want{
 	"ping/with-app_id.payload.json":                                         {state: "pong"},
 	"pull_request/assigned.payload.json":                                    {state: "ignored"},
 	"pull_request/closed.payload.json":                                      {kind: "pr_closed", thread: hello + "#2", permission: "admin"},
-	"pull_request/converted_to_draft.payload.json":                          {kind: "pr_draft", thread: hello + "#2", permission: "unknown"},
+	"pull_request/converted_to_draft.payload.json":                          {kind: "pr_draft", thread: hello + "#2", permission: "admin"},
 	"pull_request/labeled.payload.json":                                     {state: "ignored"},
 	"pull_request/locked.payload.json":                                      {state: "ignored"},
 	"pull_request/opened.payload.json":                                      {kind: "pr_opened", thread: hello + "#2", permission: "admin"},
 	"pull_request/opened.with-null-body.json":                               {kind: "pr_opened", thread: hello + "#2", permission: "admin"},
-	"pull_request/ready_for_review.payload.json":                            {kind: "pr_ready", thread: hello + "#2", permission: "unknown"},
+	"pull_request/ready_for_review.payload.json":                            {kind: "pr_ready", thread: hello + "#2", permission: "admin"},
 	"pull_request/reopened.payload.json":                                    {kind: "pr_reopened", thread: hello + "#2", permission: "admin"},
 	"pull_request/review_request_removed.payload.json":                      {state: "ignored"},
 	"pull_request/review_requested.payload.json":                            {state: "ignored"},
@@ -100,7 +100,9 @@ var fixtureWants = map[string]want{
 }
 
 // TestEveryFixture posts every fixture signed as GitHub does through the
-// real handler, works it with the real worker and checks the outcome.
+// real handler, works it with the real worker and checks the outcome. The
+// installation fixtures come first (sorted), so payloads without an
+// installation still get the author's permission through the stored one.
 func TestEveryFixture(t *testing.T) {
 	files, err := filepath.Glob("testdata/github/*/*.json")
 	require.NoError(t, err)

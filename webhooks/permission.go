@@ -14,8 +14,16 @@ import (
 // cache when fresh, else from the API through the installation (and then
 // cached). Without a GitHub client or an installation it is "unknown".
 func (s *Service) permission(ctx context.Context, installationID int64, owner, name, login string) (string, error) {
-	if s.gh == nil || installationID == 0 {
+	if s.gh == nil {
 		return "unknown", nil
+	}
+	if installationID == 0 {
+		// Repository webhooks carry no installation; the stored list may.
+		id, err := s.InstallationFor(ctx, owner+"/"+name)
+		if err != nil || id == 0 {
+			return "unknown", err
+		}
+		installationID = id
 	}
 	repo := strings.ToLower(owner + "/" + name)
 	key := strings.ToLower(login)

@@ -137,11 +137,11 @@ func (s *Service) admit(ctx context.Context, d Delivery, nc tickets.NewCard,
 	var card tickets.Card
 	dropped := ""
 	err := s.d.InTx(ctx, func(tx *db.Tx) error {
-		current, err := getDelivery(ctx, tx, d.ID)
-		if err != nil {
-			return err
+		var state string
+		if err := tx.QueryRow(ctx, "SELECT state FROM deliveries WHERE id = $1", d.ID).Scan(&state); err != nil {
+			return fmt.Errorf("reading state of delivery %d: %w", d.ID, err)
 		}
-		if current.State != DeliveryReceived {
+		if state != DeliveryReceived {
 			dropped = "already processed"
 			return nil
 		}
@@ -155,6 +155,7 @@ func (s *Service) admit(ctx context.Context, d Delivery, nc tickets.NewCard,
 				return finishDelivery(ctx, tx, d.ID, DeliveryIgnored, dropped, s.now())
 			}
 		}
+		var err error
 		card, err = s.store.Admit(ctx, tx, nc, s.cfg.TextLimit, s.cfg.Hooks...)
 		if errors.Is(err, tickets.ErrDuplicate) {
 			dropped = "already processed"
