@@ -79,6 +79,19 @@ func screenshot(t *testing.T, ctx context.Context, name, docName string) {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
+	savePNG(t, png, name, docName)
+}
+
+// viewportShot saves what the window shows, as screenshot does.
+func viewportShot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	savePNG(t, png, name, "")
+}
+
+func savePNG(t *testing.T, png []byte, name, docName string) {
+	t.Helper()
 	file := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "-" + name + ".png"
 	require.NoError(t, os.WriteFile(filepath.Join(artifactsDir(t), file), png, 0o644))
 	if docName != "" && *screenshotsForDocs {
@@ -114,11 +127,15 @@ func value(t *testing.T, ctx context.Context, sel string) string {
 	return s
 }
 
-// click presses a button and waits for sel on the page that follows.
+// click presses a button that loads another page and waits for waitFor on
+// it. The old page's body is marked first, so that an element the old page
+// also has does not count.
 func click(t *testing.T, ctx context.Context, button, waitFor string) {
 	t.Helper()
 	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SetAttributeValue(chromedp.CSS("body"), "data-left", "1"),
 		chromedp.Click(chromedp.CSS(button)),
+		chromedp.WaitReady(chromedp.CSS("body:not([data-left])")),
 		chromedp.WaitVisible(chromedp.CSS(waitFor)),
 	))
 }

@@ -68,11 +68,16 @@ type panel struct {
 
 func newPanel(t testing.TB, d *db.DB, defaults fs.FS, deps Deps) *panel {
 	t.Helper()
+	return newPanelWith(t, d, defaults, deps, Config{Token: testToken})
+}
+
+func newPanelWith(t testing.TB, d *db.DB, defaults fs.FS, deps Deps, cfg Config) *panel {
+	t.Helper()
 	prompts, err := promptparts.New(promptparts.Config{Defaults: defaults}, d)
 	require.NoError(t, err)
 	require.NoError(t, prompts.Start(context.Background()))
 	t.Cleanup(prompts.Stop)
-	adm, err := New(Config{Token: testToken}, d, prompts, deps)
+	adm, err := New(cfg, d, prompts, deps)
 	require.NoError(t, err)
 	hs := httpserver.New(httpserver.Config{Authenticators: []httpserver.Authenticator{
 		httpserver.BearerToken{Token: testToken}, adm.Authenticator(),
