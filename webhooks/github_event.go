@@ -447,9 +447,21 @@ func (p ghParser) reviewThread(e *github.PullRequestReviewThreadEvent) ghEvent {
 
 // checkFailure builds a check_failure card on the first pull request's
 // Thread, or on the branch's Thread when there is none.
-func (p ghParser) checkFailure(repo *github.Repository, sender *github.User, inst *github.Installation,
+//
+// Its author is the CI that reported the failure, not the event's sender:
+// the sender of a workflow run is whoever pushed, possibly this App's bot,
+// and a failure on the bot's own pull request must not be dropped as the
+// bot talking to itself.
+func (p ghParser) checkFailure(repo *github.Repository, app *github.App, inst *github.Installation,
 	prs []*github.PullRequest, branch, url, text string) ghEvent {
-	ev, c := p.base("check_failure", repo, sender, inst)
+	ev, c := p.base("check_failure", repo, nil, inst)
+	c.Author = tickets.Author{Login: app.GetSlug(), Type: tickets.AuthorBot}
+	if c.Author.Login == "" {
+		c.Author.Login = app.GetName()
+	}
+	if app.GetID() != 0 {
+		c.Author.ID = strconv.FormatInt(app.GetID(), 10)
+	}
 	c.URL = url
 	sameRepo := func(r *github.Repository) bool {
 		if r.GetID() != 0 && repo.GetID() != 0 {
@@ -499,7 +511,7 @@ func (p ghParser) checkRun(e *github.CheckRunEvent) ghEvent {
 	if s := run.GetOutput().GetSummary(); s != "" {
 		text += "\n" + s
 	}
-	return p.checkFailure(e.GetRepo(), e.GetSender(), e.GetInstallation(), run.PullRequests,
+	return p.checkFailure(e.GetRepo(), run.GetApp(), e.GetInstallation(), run.PullRequests,
 		run.GetCheckSuite().GetHeadBranch(), run.GetHTMLURL(), text)
 }
 
@@ -512,7 +524,7 @@ func (p ghParser) checkSuite(e *github.CheckSuiteEvent) ghEvent {
 		return ghEvent{Drop: "check suite failure is reported by its check runs or workflow run"}
 	}
 	text := s.GetApp().GetName() + ": " + s.GetConclusion()
-	return p.checkFailure(e.GetRepo(), e.GetSender(), e.GetInstallation(), s.PullRequests, s.GetHeadBranch(), "", text)
+	return p.checkFailure(e.GetRepo(), s.GetApp(), e.GetInstallation(), s.PullRequests, s.GetHeadBranch(), "", text)
 }
 
 func (p ghParser) workflowRun(e *github.WorkflowRunEvent) ghEvent {
@@ -524,7 +536,8 @@ func (p ghParser) workflowRun(e *github.WorkflowRunEvent) ghEvent {
 	if t := run.GetDisplayTitle(); t != "" {
 		text += "\n" + t
 	}
-	return p.checkFailure(e.GetRepo(), e.GetSender(), e.GetInstallation(), run.PullRequests, run.GetHeadBranch(), run.GetHTMLURL(), text)
+	actions := &github.App{Slug: github.String("github-actions"), Name: github.String("GitHub Actions")}
+	return p.checkFailure(e.GetRepo(), actions, e.GetInstallation(), run.PullRequests, run.GetHeadBranch(), run.GetHTMLURL(), text)
 }
 
 func (p ghParser) push(e *github.PushEvent) ghEvent {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
@@ -181,4 +182,36 @@ func TestMalformedAndUnknown(t *testing.T) {
 		require.Zero(t, count(t, d, "SELECT COUNT(*) FROM cards"))
 		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM river_job WHERE kind = 'ingest_delivery'"))
 	})
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := setup(t, dbtest.SQLite(t), func(c *webhooks.Config) { c.Registerer = reg })
+	body := fixture(t, "issues/opened.payload.json")
+	guid := e.guid()
+	e.send(t, e.request(t, "issues", guid, body))
+	e.send(t, e.request(t, "issues", guid, body))
+	e.send(t, e.request(t, "made_up_event", e.guid(), body))
+	bad := e.request(t, "issues", e.guid(), body)
+	bad.Header.Set("X-Hub-Signature-256", "sha256=00")
+	e.send(t, bad)
+
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "superagent_webhook_deliveries_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			got[labels["event"]+"/"+labels["outcome"]] += m.GetCounter().GetValue()
+		}
+	}
+	require.Equal(t, map[string]float64{
+		"issues/accepted": 1, "issues/duplicate": 1, "other/ignored": 1, "issues/rejected": 1,
+	}, got)
 }

@@ -157,12 +157,15 @@ func TestFollowUpsAndBranches(t *testing.T) {
 		require.Equal(t, tickets.CardFollowUp, c.State)
 		require.Contains(t, c.Text, "Octocoders-linter: failure")
 
-		// A failed workflow on the default branch is a candidate.
+		// A failed workflow on the default branch is a candidate, even when
+		// the bot's own push started it.
 		wf := patch(t, fixture(t, "workflow_run/completed.payload.json"), func(m map[string]any) {
 			obj(m, "workflow_run")["conclusion"] = "failure"
+			m["sender"] = botUser
 		})
 		c = e.card(t, e.deliver(t, "workflow_run", wf))
 		require.Equal(t, "check_failure", c.Kind)
+		require.Equal(t, tickets.Author{Login: "github-actions", Type: tickets.AuthorBot}, c.Author)
 		require.Equal(t, "github:octo-org/octo-repo@master", c.Thread.Key)
 		require.Equal(t, tickets.CardCandidate, c.State)
 
