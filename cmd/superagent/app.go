@@ -15,11 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/feishu"
+	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/internal/probe"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/migrations"
 	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/webhooks"
 )
 
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
@@ -38,6 +41,58 @@ func migrate(ctx context.Context, cfg *config, stderr io.Writer) error {
 	}
 	logger.Info("database is up to date", "dialect", d.Dialect())
 	return nil
+}
+
+// app is one process's parts, wired. Every process builds all of them so
+// that it can work every kind of job; only serve mounts the HTTP routes.
+type app struct {
+	logger   *slog.Logger
+	db       *db.DB
+	registry *prometheus.Registry
+	queue    *queue.Queue
+	prompts  *promptparts.Service
+	github   *githubapp.Client
+	feishu   *feishu.Client
+	webhooks *webhooks.Service
+}
+
+func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (*app, error) {
+	a := &app{logger: logger, db: d, registry: prometheus.NewRegistry()}
+	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	var err error
+	if a.prompts, err = promptparts.New(promptparts.Config{Logger: logger}, d); err != nil {
+		return nil, err
+	}
+	a.queue = queue.New(d, queue.Config{Logger: logger, Registerer: a.registry, RescueAfter: cfg.RescueAfter})
+	queue.AddWorker(a.queue, probe.NewWorker(d, a.queue.ID(), time.Now))
+
+	if cfg.GitHubAppID != 0 && len(cfg.GitHubPrivateKeyPEM) > 0 {
+		if a.github, err = githubapp.New(githubapp.Config{AppID: cfg.GitHubAppID, PrivateKey: cfg.GitHubPrivateKeyPEM, BaseURL: cfg.GitHubAPIURL}); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.FeishuAppID != "" && cfg.FeishuAppSecret != "" {
+		if a.feishu, err = feishu.New(feishu.Config{AppID: cfg.FeishuAppID, AppSecret: cfg.FeishuAppSecret, BaseURL: cfg.FeishuBaseURL}, feishu.SystemClock(), logger); err != nil {
+			return nil, err
+		}
+	}
+	a.webhooks, err = webhooks.New(webhooks.Config{
+		GitHub: webhooks.GitHubConfig{WebhookSecret: cfg.GitHubWebhookSecret, AppID: cfg.GitHubAppID, Slug: cfg.GitHubAppSlug},
+		Feishu: webhooks.FeishuConfig{Verifier: feishu.VerifierConfig{
+			VerificationToken: cfg.FeishuVerificationToken,
+			EncryptKey:        cfg.FeishuEncryptKey,
+			AppID:             cfg.FeishuAppID,
+		}},
+		Registerer: a.registry,
+	}, d, a.queue, a.github, a.feishu, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.queue.Init(); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // serve runs one process: workers always, and with withHTTP the HTTP server
@@ -59,60 +114,38 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer, withHTTP 
 		return err
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
-	prompts, err := promptparts.New(promptparts.Config{Logger: logger}, d)
+	a, err := buildApp(ctx, cfg, logger, d)
 	if err != nil {
 		return err
 	}
-	if err := prompts.Start(ctx); err != nil {
+	if err := a.prompts.Start(ctx); err != nil {
 		return err
 	}
-	defer prompts.Stop()
-
-	q := queue.New(d, queue.Config{Logger: logger, Registerer: reg, RescueAfter: cfg.RescueAfter})
-	queue.AddWorker(q, probe.NewWorker(d, q.ID(), time.Now))
-	if err := q.Init(); err != nil {
-		return err
-	}
+	defer a.prompts.Stop()
 
 	var srv *http.Server
 	var ln net.Listener
 	if withHTTP {
-		token, err := ensureAdminToken(cfg.AdminToken, cfg.DataDir, stdout)
-		if err != nil {
+		if srv, err = a.httpServer(ctx, cfg, stdout); err != nil {
 			return err
-		}
-		var migrated atomic.Bool
-		hs := httpserver.New(httpserver.Config{
-			Logger:         logger,
-			Registerer:     reg,
-			Gatherer:       reg,
-			Ready:          readiness(d, &migrated),
-			Authenticators: []httpserver.Authenticator{httpserver.BearerToken{Token: token}},
-		})
-		prompts.Routes(hs.API)
-		srv = &http.Server{
-			Handler:           hs,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		}
 		if ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Addr); err != nil {
 			return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 		}
 	}
 
-	if err := q.Start(ctx); err != nil {
+	if err := a.queue.Start(ctx); err != nil {
 		return err
 	}
 	httpErr := make(chan error, 1)
 	if srv != nil {
-		logger.Info("serving", "addr", ln.Addr().String(), "dialect", d.Dialect(), "worker_id", q.ID())
+		logger.Info("serving", "addr", ln.Addr().String(), "dialect", d.Dialect(), "worker_id", a.queue.ID())
 		go func() { httpErr <- srv.Serve(ln) }()
+		if cfg.FeishuMode == "longconn" {
+			a.startFeishuLongConn(ctx, cfg)
+		}
 	} else {
-		logger.Info("working", "dialect", d.Dialect(), "worker_id", q.ID())
+		logger.Info("working", "dialect", d.Dialect(), "worker_id", a.queue.ID())
 	}
 
 	var runErr error
@@ -130,11 +163,52 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer, withHTTP 
 			logger.Warn("HTTP shutdown incomplete", "error", err)
 		}
 	}
-	if err := q.Stop(shutdownCtx); err != nil {
+	if err := a.queue.Stop(shutdownCtx); err != nil {
 		return errors.Join(runErr, err)
 	}
 	logger.Info("stopped")
 	return runErr
+}
+
+func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*http.Server, error) {
+	token, err := ensureAdminToken(cfg.AdminToken, cfg.DataDir, stdout)
+	if err != nil {
+		return nil, err
+	}
+	var migrated atomic.Bool
+	hs := httpserver.New(httpserver.Config{
+		Logger:         a.logger,
+		Registerer:     a.registry,
+		Gatherer:       a.registry,
+		Ready:          readiness(a.db, &migrated),
+		Authenticators: []httpserver.Authenticator{httpserver.BearerToken{Token: token}},
+	})
+	a.prompts.Routes(hs.API)
+	a.webhooks.Routes(hs.Root)
+	a.webhooks.APIRoutes(hs.API)
+	return &http.Server{
+		Handler:           hs,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}, nil
+}
+
+// startFeishuLongConn receives Feishu events over the SDK's long connection
+// instead of the webhook, for teams without a public URL.
+func (a *app) startFeishuLongConn(ctx context.Context, cfg *config) {
+	lc, err := feishu.NewLongConn(feishu.LongConnConfig{AppID: cfg.FeishuAppID, AppSecret: cfg.FeishuAppSecret, BaseURL: cfg.FeishuBaseURL},
+		a.webhooks.FeishuEvent, feishu.SystemClock(), a.logger)
+	if err != nil {
+		a.logger.Error("Feishu long connection not started", "error", err)
+		return
+	}
+	go func() {
+		if err := lc.Run(ctx); err != nil {
+			a.logger.Error("Feishu long connection stopped", "error", err)
+		}
+	}()
 }
 
 // readiness reports ready once the database answers and every migration is

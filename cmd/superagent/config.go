@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/setup"
 )
 
 // config is everything the service reads from its environment. Only this
@@ -24,6 +25,7 @@ type config struct {
 	AdminToken  string
 
 	GitHubAppID         int64
+	GitHubAppSlug       string
 	GitHubPrivateKeyPEM []byte
 	GitHubWebhookSecret string
 	GitHubAPIURL        string
@@ -55,6 +57,12 @@ func (e *settingError) Error() string { return e.Name + ": " + e.Problem }
 
 // loadConfig reads and validates the configuration through getenv.
 func loadConfig(getenv func(string) string) (*config, error) {
+	// `superagent setup github` stores the App's credentials in the data
+	// directory; they apply when the environment names none.
+	getenv, err := setup.WithGitHubAppFile(getenv, or(getenv("SUPERAGENT_DATA_DIR"), "./data"))
+	if err != nil {
+		return nil, &settingError{"SUPERAGENT_DATA_DIR", err.Error()}
+	}
 	c := &config{
 		Addr:                    or(getenv("SUPERAGENT_ADDR"), ":8080"),
 		DataDir:                 or(getenv("SUPERAGENT_DATA_DIR"), "./data"),
@@ -62,6 +70,7 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		AdminToken:              getenv("SUPERAGENT_ADMIN_TOKEN"),
 		GitHubWebhookSecret:     getenv("SUPERAGENT_GITHUB_WEBHOOK_SECRET"),
 		GitHubAPIURL:            getenv("SUPERAGENT_GITHUB_API_URL"),
+		GitHubAppSlug:           getenv("SUPERAGENT_GITHUB_APP_SLUG"),
 		FeishuAppID:             getenv("SUPERAGENT_FEISHU_APP_ID"),
 		FeishuAppSecret:         getenv("SUPERAGENT_FEISHU_APP_SECRET"),
 		FeishuVerificationToken: getenv("SUPERAGENT_FEISHU_VERIFICATION_TOKEN"),

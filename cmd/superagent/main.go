@@ -23,6 +23,8 @@ Usage:
   superagent worker    run workers only; start several to scale out
   superagent migrate   apply database migrations and exit
   superagent prompts   export, import or diff the team's prompt configuration
+  superagent setup     register a GitHub App (manifest flow) or check Feishu credentials
+  superagent doctor    check configuration, database, GitHub, Feishu and the model endpoint
   superagent version   print the version
 
 Configuration comes from SUPERAGENT_* environment variables; see README.md.
@@ -45,7 +47,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "serve", "worker", "migrate", "prompts":
+	case "serve", "worker", "migrate", "prompts", "setup", "doctor":
 	default:
 		fmt.Fprintf(stderr, "superagent: unknown command %q\n\n%s", args[0], usage)
 		return 2
@@ -61,6 +63,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	switch args[0] {
 	case "prompts":
 		return promptsCommand(ctx, cfg, args[1:], stdout, stderr)
+	case "setup":
+		return setupCommand(ctx, cfg, args[1:], stdout, stderr)
+	case "doctor":
+		return doctorCommand(ctx, cfg, stdout)
 	case "serve":
 		err = serve(ctx, cfg, stdout, stderr, true)
 	case "worker":
