@@ -122,7 +122,7 @@ func TestKilledDuringBurstEveryAcknowledgedDeliveryHasOneCard(t *testing.T) {
 		require.NoError(t, err)
 		defer d.Close()
 		ctx := context.Background()
-		waitFor(t, 2*time.Minute, "every delivery to be processed", func() bool {
+		waitFor(t, 4*time.Minute, "every delivery to be processed", func() bool {
 			var pending int
 			require.NoError(t, d.QueryRow(ctx, "SELECT count(*) FROM deliveries WHERE state = 'received'").Scan(&pending))
 			return pending == 0
