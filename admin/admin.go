@@ -88,6 +88,7 @@ type Admin struct {
 	drafts   draftStore
 	audit    auditStore
 	reads    ticketReads
+	limit    signInLimit
 	pages    *renderer
 	static   fs.FS
 }

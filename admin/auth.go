@@ -143,12 +143,21 @@ func (a *Admin) postSignIn(w http.ResponseWriter, r *http.Request) error {
 	name := strings.TrimSpace(r.PostFormValue("name"))
 	next := safeNext(r.PostFormValue("next"))
 	token := r.PostFormValue("token")
+	addr, now := clientAddress(r), a.cfg.Now()
+	if a.limit.blocked(addr, now) {
+		return a.render(w, r, http.StatusTooManyRequests, "signin.html", pageData{
+			Title: "Sign in",
+			Data:  signInData{Name: name, Next: next, Error: "Too many wrong tokens from your address. Wait ten minutes and try again."},
+		})
+	}
 	if a.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(a.cfg.Token)) != 1 {
+		a.limit.fail(addr, now)
 		return a.render(w, r, http.StatusUnauthorized, "signin.html", pageData{
 			Title: "Sign in",
 			Data:  signInData{Name: name, Next: next, Error: "That is not the admin token."},
 		})
 	}
+	a.limit.succeed(addr)
 	if name == "" {
 		name = defaultActor
 	}
@@ -158,7 +167,6 @@ func (a *Admin) postSignIn(w http.ResponseWriter, r *http.Request) error {
 			Data:  signInData{Name: name, Next: next, Error: "Give a name of at most 64 characters on one line."},
 		})
 	}
-	now := a.cfg.Now()
 	// Expired sessions are few; dropping them here needs no background job.
 	if err := a.sessions.purge(r.Context(), a.db, now); err != nil {
 		return err

@@ -74,6 +74,17 @@ func TestSignInAndOut(t *testing.T) {
 	})
 }
 
+func TestSignInGuessingIsLimited(t *testing.T) {
+	p := newPanel(t, dbtest.SQLite(t), promptparts.BuiltinDefaults(), Deps{})
+	c := p.client(t)
+	for range signInMaxFailures {
+		require.Equal(t, http.StatusUnauthorized, c.post("/admin/signin", url.Values{"token": {"guess"}}).status)
+	}
+	res := c.post("/admin/signin", url.Values{"token": {testToken}})
+	require.Equal(t, http.StatusTooManyRequests, res.status, "even the right token waits once the address is blocked")
+	require.Contains(t, res.body, "Too many wrong tokens")
+}
+
 func TestSignInWithoutNameRecordsAdmin(t *testing.T) {
 	p := newPanel(t, dbtest.SQLite(t), promptparts.BuiltinDefaults(), Deps{})
 	c := p.client(t)

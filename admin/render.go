@@ -74,10 +74,16 @@ func (a *Admin) render(w http.ResponseWriter, r *http.Request, status int, name 
 		return fmt.Errorf("rendering %s: %w", name, err)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	// The panel's own pages load only its own script and stylesheet; River's
+	// job view, served beside them, sets its own headers.
+	w.Header().Set("Content-Security-Policy", contentSecurityPolicy)
 	w.WriteHeader(status)
 	_, _ = buf.WriteTo(w)
 	return nil
 }
+
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
 // redirect answers a form post with 303 to url, so that a reload shows the
 // outcome instead of posting again.
