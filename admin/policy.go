@@ -145,7 +145,7 @@ type ruleForm struct {
 	FieldPrefix string
 }
 
-// ruleForms lays out the page's rule forms plus the add form.
+// RuleForms lays out the page's rule forms plus the add form.
 func (p policyPage) RuleForms(csrf string, ps problemSet) []ruleForm {
 	var out []ruleForm
 	for i := 0; i <= len(p.Policy.Rules); i++ {

@@ -56,6 +56,9 @@ type partPage struct {
 	// Compare is the side-by-side change from the override's base text to
 	// the new default, for a part whose default was updated.
 	Compare []diffRow
+	// OverrideDiff is the change from the default to the team's saved
+	// text, for an overridden part.
+	OverrideDiff string
 }
 
 func partKey(r *http.Request) string { return chi.URLParam(r, "*") }
@@ -108,6 +111,9 @@ func newPartPage(o promptparts.Overview, part promptparts.Part) partPage {
 	}
 	if part.DefaultDiff != nil {
 		p.Compare = sideBySide(*part.DefaultDiff)
+	}
+	if part.Status == promptparts.StatusOverridden {
+		p.OverrideDiff = promptparts.LineDiff(part.Default, *part.Override)
 	}
 	return p
 }

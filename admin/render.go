@@ -247,6 +247,8 @@ func sectionOf(key string) string {
 		return "Shared instructions and roles"
 	case strings.HasPrefix(key, "runtime/handoff/"):
 		return "Handoff instructions"
+	case key == promptparts.KeyCoding:
+		return "Executor coding prompt"
 	case strings.HasPrefix(key, "skill/"):
 		return "Source skills"
 	case len(promptparts.Placeholders(key)) > 0:
