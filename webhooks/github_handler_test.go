@@ -157,12 +157,13 @@ func TestMalformedAndUnknown(t *testing.T) {
 		t.Run("malformed JSON under a valid signature", func(t *testing.T) {
 			a := e.send(t, e.request(t, "issues", e.guid(), []byte(`{"action": "opened", "issue": {`)))
 			require.Equal(t, http.StatusAccepted, a.Status)
-			require.Equal(t, webhooks.DeliveryFailed, a.State)
+			e.work(t, a.Delivery)
 			got := e.delivery(t, a.Delivery)
 			require.Equal(t, webhooks.DeliveryFailed, got.State)
-			require.Contains(t, got.Error, "malformed JSON")
-			e.work(t, a.Delivery) // a stray job changes nothing
+			require.Contains(t, got.Error, "parsing issues payload")
+			e.work(t, a.Delivery) // a retried job changes nothing
 			require.Equal(t, webhooks.DeliveryFailed, e.delivery(t, a.Delivery).State)
+			require.Zero(t, count(t, d, "SELECT COUNT(*) FROM cards"))
 		})
 		t.Run("valid JSON of the wrong shape", func(t *testing.T) {
 			a := e.send(t, e.request(t, "issues", e.guid(), []byte(`{"action": "opened", "issue": "not an object"}`)))
@@ -180,7 +181,7 @@ func TestMalformedAndUnknown(t *testing.T) {
 			require.Empty(t, got.Body)
 		})
 		require.Zero(t, count(t, d, "SELECT COUNT(*) FROM cards"))
-		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM river_job WHERE kind = 'ingest_delivery'"))
+		require.Equal(t, 2, count(t, d, "SELECT COUNT(*) FROM river_job WHERE kind = 'ingest_delivery'"))
 	})
 }
 
