@@ -9,11 +9,7 @@
 // candidate-or-follow-up decision atomically through Admit.
 package tickets
 
-import (
-	"time"
-
-	"github.com/superagent-dev/superagent/internal/db"
-)
+import "time"
 
 // Store reads and writes cards, Threads, Tickets and subscriptions.
 type Store struct {
@@ -46,5 +42,3 @@ const (
 type scanner interface {
 	Scan(dest ...any) error
 }
-
-var _ db.Querier = (*db.DB)(nil)

@@ -106,10 +106,11 @@ func getDelivery(ctx context.Context, q db.Querier, id int64) (Delivery, error) 
 	return d, nil
 }
 
-// finishDelivery records the outcome of processing.
+// finishDelivery records the outcome of processing, once: a delivery no
+// longer received keeps its first outcome.
 func finishDelivery(ctx context.Context, q db.Querier, id int64, state, reason string, now time.Time) error {
 	reason, _ = tickets.Truncate(strings.ToValidUTF8(reason, "?"), 1000)
-	if _, err := q.Exec(ctx, "UPDATE deliveries SET state = $2, error = $3, processed_at = $4 WHERE id = $1",
+	if _, err := q.Exec(ctx, "UPDATE deliveries SET state = $2, error = $3, processed_at = $4 WHERE id = $1 AND state = 'received'",
 		id, state, reason, now); err != nil {
 		return fmt.Errorf("marking delivery %d %s: %w", id, state, err)
 	}

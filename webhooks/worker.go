@@ -48,6 +48,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[ProcessArgs]) error {
 // process turns one stored delivery into its outcome. attempt counts from 1.
 func (s *Service) process(ctx context.Context, id int64, attempt int) error {
 	d, err := getDelivery(ctx, s.d, id)
+	if errors.Is(err, ErrDeliveryNotFound) {
+		return river.JobCancel(err) // retrying cannot bring it back
+	}
 	if err != nil {
 		return err
 	}
