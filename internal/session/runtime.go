@@ -42,6 +42,13 @@ type Config struct {
 	HandoffMessage string
 	// MaxToolResultBytes caps a tool result the model reads. Default: 64 KiB.
 	MaxToolResultBytes int
+	// RelaxedIntent lets a tool call's intent commit on PostgreSQL without
+	// waiting for the WAL flush (one fsync, several milliseconds, per call).
+	// A dying process still never repeats a side effect: PostgreSQL flushes
+	// the intent within its wal_writer_delay. Only a crash of the database
+	// server in that window could lose it. Default: false, wait for the
+	// flush. SQLite is unaffected (WAL with synchronous=NORMAL).
+	RelaxedIntent bool
 }
 
 const (
@@ -418,6 +425,19 @@ func (r *Runtime) answerCalls(ctx context.Context, s *Session, conv *conversatio
 	return nil
 }
 
+// recordIntent commits a call's intent before the tool starts.
+func (r *Runtime) recordIntent(ctx context.Context, sessionID int64, tc model.ToolCall, attempt int) error {
+	if !r.cfg.RelaxedIntent {
+		return r.store.recordIntent(ctx, r.d, sessionID, tc, attempt)
+	}
+	return r.d.InTx(ctx, func(tx *db.Tx) error {
+		if err := r.store.relaxCommit(ctx, tx); err != nil {
+			return err
+		}
+		return r.store.recordIntent(ctx, tx, sessionID, tc, attempt)
+	})
+}
+
 func (r *Runtime) answer(ctx context.Context, s *Session, tools *Registry, tc model.ToolCall, started map[string]int) (Message, error) {
 	attempts, interrupted := started[tc.ID]
 	tool := tools.lookup(tc.Name)
@@ -435,7 +455,7 @@ func (r *Runtime) answer(ctx context.Context, s *Session, tools *Registry, tc mo
 		return r.store.recordResult(ctx, s.ID, tc, interrupted, toolRefused, refusal)
 	}
 	call.Arguments = args
-	if err := r.store.recordIntent(ctx, r.d, s.ID, tc, attempts+1); err != nil {
+	if err := r.recordIntent(ctx, s.ID, tc, attempts+1); err != nil {
 		return Message{}, err
 	}
 	result, err := tool.Handler(ctx, call)

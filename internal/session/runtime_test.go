@@ -128,8 +128,14 @@ func TestToolLoop(t *testing.T) {
 }
 
 func TestResumeAfterCrash(t *testing.T) {
+	for _, relaxed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("relaxed intent %v", relaxed), func(t *testing.T) { testResumeAfterCrash(t, relaxed) })
+	}
+}
+
+func testResumeAfterCrash(t *testing.T, relaxed bool) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		e := setup(t, d, nil,
+		e := setup(t, d, func(e *env) { e.cfg.RelaxedIntent = relaxed },
 			fakeopenai.Calls(
 				fakeopenai.Call("c1", "lookup", `{}`),
 				fakeopenai.Call("c2", "deploy", `{}`),
