@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/secret"
 )
 
 func noop(context.Context, Call) (string, error) { return "", nil }
@@ -81,7 +84,20 @@ func TestResultOf(t *testing.T) {
 }
 
 func TestTruncate(t *testing.T) {
-	require.Equal(t, "short", truncate("short", 10))
-	out := truncate("ééééé", 5)
+	require.Equal(t, "short", truncate("short", 10, 5))
+	out := truncate("ééééé", 5, 10)
 	require.True(t, strings.HasPrefix(out, "éé\n[output truncated: 4 of 10 bytes shown]"), out)
+}
+
+func TestCleanResultNeverLeavesPartOfASecret(t *testing.T) {
+	tok := "ghs_" + strings.Repeat("k", 36)
+	s := secret.New(tok)
+	max := 1000
+	// Secrets straddling the final cut, the clip, and far beyond both.
+	for _, at := range []int{max - 10, max + scrubMargin - 10, max + scrubMargin + 500} {
+		text := strings.Repeat("x", at) + tok + strings.Repeat("y", 3*scrubMargin)
+		out := cleanResult(s, text, max)
+		require.NotContains(t, out, tok[:12])
+		require.Contains(t, out, fmt.Sprintf("of %d bytes shown", len(text)))
+	}
 }

@@ -465,7 +465,7 @@ func (r *Runtime) answer(ctx context.Context, s *Session, tools *Registry, tc mo
 		return Message{}, fmt.Errorf("running %s: %w", tc.Name, ctx.Err())
 	}
 	text, state := resultOf(result, err)
-	text = truncate(r.scrub.Scrub(text), r.cfg.MaxToolResultBytes)
+	text = cleanResult(r.scrub, text, r.cfg.MaxToolResultBytes)
 	// The tool has acted: record that even if ctx ends now, or the next Run
 	// would think it interrupted.
 	return r.store.recordResult(context.WithoutCancel(ctx), s.ID, tc, true, state, text)

@@ -116,8 +116,25 @@ func (st *Store) ToolCalls(ctx context.Context, q db.Querier, sessionID int64) (
 	return out, rows.Err()
 }
 
-// truncate cuts text to at most max bytes on a rune boundary, saying so.
-func truncate(text string, max int) string {
+// scrubMargin is kept beyond the cut when clipping a long result before
+// scrubbing: more than the longest encoded secret (a base64 PEM key is
+// about 2.3 KB), so a secret cut by the clip lies wholly past the final cut.
+const scrubMargin = 16 << 10
+
+// cleanResult scrubs a tool result and cuts it to at most max bytes. Only
+// what can be kept is scrubbed, so a command that prints megabytes costs
+// no more than one that prints max.
+func cleanResult(s interface{ Scrub(string) string }, text string, max int) string {
+	n := len(text)
+	if n > max+scrubMargin {
+		text = text[:max+scrubMargin]
+	}
+	return truncate(s.Scrub(text), max, n)
+}
+
+// truncate cuts text to at most max bytes on a rune boundary, saying so;
+// total is the original length reported.
+func truncate(text string, max, total int) string {
 	if max <= 0 || len(text) <= max {
 		return text
 	}
@@ -125,5 +142,5 @@ func truncate(text string, max int) string {
 	for cut > 0 && !utf8.RuneStart(text[cut]) {
 		cut--
 	}
-	return text[:cut] + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", cut, len(text))
+	return text[:cut] + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", cut, total)
 }
