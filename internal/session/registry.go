@@ -56,6 +56,7 @@ func (c Call) Bind(v any) error {
 // model reads "refused: <reason>".
 type Refusal struct{ Reason string }
 
+// Error returns the reason.
 func (r *Refusal) Error() string { return r.Reason }
 
 // Refuse returns a Refusal.

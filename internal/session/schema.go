@@ -38,6 +38,7 @@ type schema struct {
 // typeList accepts "type": "string" and "type": ["string", "null"].
 type typeList []string
 
+// UnmarshalJSON accepts one type name or a list.
 func (t *typeList) UnmarshalJSON(b []byte) error {
 	var one string
 	if err := json.Unmarshal(b, &one); err == nil {
