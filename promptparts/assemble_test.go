@@ -3,6 +3,7 @@ package promptparts
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,5 +284,51 @@ func TestCurrent(t *testing.T) {
 		again, _, err := s.Current(ctx)
 		require.NoError(t, err)
 		require.True(t, again.Policy.Rules[0].Enabled, "callers get a copy")
+	})
+}
+
+// Sessions assemble while the team saves: every prompt matches the revision
+// returned with it, and no Session ever goes back to an older revision.
+func TestAssembleDuringSaves(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := newService(t, d, testDefaults())
+		const saves = 5
+		done := make(chan struct{})
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				last := int64(0)
+				for {
+					prompt, rev, err := s.Assemble(ctx, Input{Role: RoleMain})
+					if err != nil {
+						errs <- err
+						return
+					}
+					if rev < last {
+						errs <- fmt.Errorf("went back from revision %d to %d", last, rev)
+						return
+					}
+					if want := fmt.Sprintf("Scope of revision %d.", rev); rev > 0 && !strings.Contains(prompt, want) {
+						errs <- fmt.Errorf("prompt of revision %d lacks %q", rev, want)
+						return
+					}
+					last = rev
+					select {
+					case <-done:
+						errs <- nil
+						return
+					default:
+					}
+				}
+			}()
+		}
+		for i := range saves {
+			save(t, s, fmt.Sprintf(`{"base_revision": %d, "sections": {"ticket_scope": {"text": "Scope of revision %d."}}}`, i, i+1))
+		}
+		close(done)
+		for range 4 {
+			require.NoError(t, <-errs)
+		}
 	})
 }
