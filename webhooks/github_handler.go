@@ -107,19 +107,30 @@ func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
 }
 
 // record writes the delivery and, when it is to be processed, its job,
-// in one transaction.
+// in one transaction. On SQLite, whose one connection serialises writers,
+// concurrent requests share a transaction (see committer); PostgreSQL runs
+// them in parallel on its pool instead.
 func (s *Service) record(ctx context.Context, d Delivery) (id int64, dup bool, err error) {
+	if s.commits != nil {
+		return s.commits.submit(ctx, d)
+	}
 	err = s.d.InTx(ctx, func(tx *db.Tx) error {
-		id, dup, err = insertDelivery(ctx, tx, d)
-		if err != nil || dup || d.State != DeliveryReceived {
-			return err
-		}
-		if _, err := s.q.InsertTx(ctx, tx, ProcessArgs{DeliveryID: id}, nil); err != nil {
-			return fmt.Errorf("enqueueing delivery %d: %w", id, err)
-		}
-		return nil
+		id, dup, err = s.writeDelivery(ctx, tx, d)
+		return err
 	})
 	return id, dup, err
+}
+
+// writeDelivery stores one delivery and enqueues its job inside tx.
+func (s *Service) writeDelivery(ctx context.Context, tx *db.Tx, d Delivery) (int64, bool, error) {
+	id, dup, err := insertDelivery(ctx, tx, d)
+	if err != nil || dup || d.State != DeliveryReceived {
+		return id, dup, err
+	}
+	if _, err := s.q.InsertTx(ctx, tx, ProcessArgs{DeliveryID: id}, nil); err != nil {
+		return 0, false, fmt.Errorf("enqueueing delivery %d: %w", id, err)
+	}
+	return id, false, nil
 }
 
 // readBody reads at most limit bytes, sized by Content-Length when sent.

@@ -90,6 +90,8 @@ type Service struct {
 	store   *tickets.Store
 	metrics *metrics
 
+	commits *committer
+
 	slugMu sync.Mutex
 	slug   string
 }
@@ -128,6 +130,9 @@ func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, fs *feishu.
 		cfg: cfg, d: d, q: q, gh: gh, fs: fs, logger: logger, metrics: m,
 		store: tickets.New(tickets.Config{Now: cfg.Now}),
 		slug:  cfg.GitHub.Slug,
+	}
+	if d.Dialect() == db.SQLite {
+		s.commits = &committer{d: d, write: s.writeDelivery, max: 64}
 	}
 	// The Feishu endpoint stays off (404) until it can authenticate events.
 	if v, err := feishu.NewVerifier(cfg.Feishu.Verifier, cfg.Now); err == nil {

@@ -1,0 +1,130 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/superagent-dev/superagent/internal/db"
+)
+
+// committer writes deliveries with group commit: requests that arrive while
+// a transaction is in flight wait and are then written together in the next
+// one, each with its job. Every delivery still commits with its job before
+// its request is answered; a burst simply shares BEGIN and COMMIT (and on
+// SQLite, whose single connection serialises writers anyway, the WAL
+// append). No timer is involved, so a lone request is written at once.
+//
+// Leadership passes from batch to batch: the request that finds no
+// transaction running writes the waiting batch (its own included), answers
+// it, and hands the next batch to one of its requests, so no request waits
+// for batches that arrived after it.
+type committer struct {
+	write func(ctx context.Context, tx *db.Tx, d Delivery) (int64, bool, error)
+	d     *db.DB
+	max   int
+
+	mu      sync.Mutex
+	running bool
+	pending []*pendingDelivery
+}
+
+type pendingDelivery struct {
+	ctx  context.Context
+	d    Delivery
+	lead chan struct{} // closed when this request is to write the batch
+	done chan struct{} // closed when the result is set
+	id   int64
+	dup  bool
+	err  error
+}
+
+// batchTimeout bounds one group transaction, independent of the request
+// that happens to lead it.
+const batchTimeout = 30 * time.Second
+
+func (c *committer) submit(ctx context.Context, d Delivery) (int64, bool, error) {
+	p := &pendingDelivery{ctx: ctx, d: d, lead: make(chan struct{}), done: make(chan struct{})}
+	c.mu.Lock()
+	c.pending = append(c.pending, p)
+	if !c.running {
+		c.running = true
+		close(p.lead)
+	}
+	c.mu.Unlock()
+
+	select {
+	case <-p.done:
+		return p.id, p.dup, p.err
+	case <-p.lead:
+	}
+	c.mu.Lock()
+	n := min(len(c.pending), c.max)
+	batch := append([]*pendingDelivery(nil), c.pending[:n]...)
+	c.pending = c.pending[n:]
+	c.mu.Unlock()
+
+	c.writeBatch(batch)
+
+	c.mu.Lock()
+	if len(c.pending) > 0 {
+		close(c.pending[0].lead)
+	} else {
+		c.running = false
+	}
+	c.mu.Unlock()
+	<-p.done
+	return p.id, p.dup, p.err
+}
+
+// writeBatch writes the batch in one transaction; if that fails, each
+// delivery is tried on its own so that one bad row fails only itself.
+func (c *committer) writeBatch(batch []*pendingDelivery) {
+	defer func() {
+		for _, p := range batch {
+			close(p.done)
+		}
+	}()
+	live := batch[:0:0]
+	for _, p := range batch {
+		if err := p.ctx.Err(); err != nil {
+			p.err = fmt.Errorf("request ended before its delivery was stored: %w", err)
+			continue
+		}
+		live = append(live, p)
+	}
+	if len(live) == 0 {
+		return
+	}
+	if len(live) > 1 {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), batchTimeout)
+		err := c.d.InTx(ctx, func(tx *db.Tx) error {
+			for _, p := range live {
+				var err error
+				if p.id, p.dup, err = c.write(ctx, tx, p.d); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		cancel()
+		if err == nil {
+			return
+		}
+	}
+	for _, p := range live {
+		var id int64
+		var dup bool
+		p.err = c.d.InTx(p.ctx, func(tx *db.Tx) error {
+			var err error
+			id, dup, err = c.write(p.ctx, tx, p.d)
+			return err
+		})
+		if p.err == nil {
+			p.id, p.dup = id, dup
+		} else {
+			p.id, p.dup = 0, false
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/dbtest"
+)
+
+// TestCommitterGroupsAndIsolates submits many deliveries at once: each
+// gets its own answer, duplicates are caught inside and across batches,
+// and a delivery that cannot be written fails alone.
+func TestCommitterGroupsAndIsolates(t *testing.T) {
+	d := dbtest.SQLite(t)
+	c := &committer{d: d, max: 64, write: func(ctx context.Context, tx *db.Tx, dl Delivery) (int64, bool, error) {
+		if dl.DedupeKey == "poison" {
+			return 0, false, errors.New("cannot write this one")
+		}
+		return insertDelivery(ctx, tx, dl)
+	}}
+
+	const n = 40
+	type result struct {
+		key string
+		id  int64
+		dup bool
+		err error
+	}
+	results := make(chan result, 2*n+1)
+	var wg sync.WaitGroup
+	submit := func(key string) {
+		defer wg.Done()
+		dl := Delivery{Source: "github", DedupeKey: key, Event: "issues", Body: []byte("{}"), ReceivedAt: time.Now().UTC(), State: DeliveryIgnored}
+		id, dup, err := c.submit(context.Background(), dl)
+		results <- result{key, id, dup, err}
+	}
+	for i := range n {
+		wg.Add(2)
+		go submit(fmt.Sprintf("k%d", i))
+		go submit(fmt.Sprintf("k%d", i))
+	}
+	wg.Add(1)
+	go submit("poison")
+	wg.Wait()
+	close(results)
+
+	ids := map[string]int64{}
+	dups := 0
+	for r := range results {
+		if r.key == "poison" {
+			require.Error(t, r.err)
+			continue
+		}
+		require.NoError(t, r.err)
+		if r.dup {
+			dups++
+			continue
+		}
+		require.NotZero(t, r.id)
+		_, seen := ids[r.key]
+		require.False(t, seen, "two stores of %s", r.key)
+		ids[r.key] = r.id
+	}
+	require.Len(t, ids, n)
+	require.Equal(t, n, dups)
+	var stored int
+	require.NoError(t, d.QueryRow(context.Background(), "SELECT COUNT(*) FROM deliveries").Scan(&stored))
+	require.Equal(t, n, stored)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.False(t, c.running)
+	require.Empty(t, c.pending)
+}
+
+func TestCommitterSkipsEndedRequests(t *testing.T) {
+	d := dbtest.SQLite(t)
+	c := &committer{d: d, max: 64, write: func(ctx context.Context, tx *db.Tx, dl Delivery) (int64, bool, error) {
+		return insertDelivery(ctx, tx, dl)
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := c.submit(ctx, Delivery{Source: "github", DedupeKey: "gone", Event: "issues", ReceivedAt: time.Now().UTC(), State: DeliveryIgnored})
+	require.ErrorIs(t, err, context.Canceled)
+	id, dup, err := c.submit(context.Background(), Delivery{Source: "github", DedupeKey: "gone", Event: "issues", ReceivedAt: time.Now().UTC(), State: DeliveryIgnored})
+	require.NoError(t, err)
+	require.False(t, dup)
+	require.NotZero(t, id)
+}
