@@ -20,17 +20,20 @@ import (
 	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/internal/probe"
 	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/migrations"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/webhooks"
 )
 
-func newLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+// newLogger writes JSON logs to w, with every secret the process knows
+// replaced before a line is written.
+func newLogger(w io.Writer, cfg *config, level slog.Level) *slog.Logger {
+	return slog.New(secret.NewHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}), cfg.scrub))
 }
 
 func migrate(ctx context.Context, cfg *config, stderr io.Writer) error {
-	logger := newLogger(stderr, cfg.LogLevel)
+	logger := newLogger(stderr, cfg, cfg.LogLevel)
 	d, err := db.Open(ctx, cfg.DatabaseURL, db.Options{})
 	if err != nil {
 		return err
@@ -99,7 +102,7 @@ func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (
 // too (and migrations at start). It returns when ctx ends, after a graceful
 // shutdown bounded by cfg.ShutdownTimeout.
 func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer, withHTTP bool) error {
-	logger := newLogger(stderr, cfg.LogLevel)
+	logger := newLogger(stderr, cfg, cfg.LogLevel)
 	d, err := db.Open(ctx, cfg.DatabaseURL, db.Options{})
 	if err != nil {
 		return err
@@ -175,6 +178,7 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	if err != nil {
 		return nil, err
 	}
+	cfg.scrub.Add(token)
 	var migrated atomic.Bool
 	hs := httpserver.New(httpserver.Config{
 		Logger:         a.logger,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/internal/setup"
 )
 
@@ -45,6 +46,11 @@ type config struct {
 	LogLevel        slog.Level
 	ShutdownTimeout time.Duration
 	RescueAfter     time.Duration
+
+	// scrub knows every secret above (and those minted later, such as the
+	// admin token and installation tokens) and removes them from logs,
+	// transcripts and tool output.
+	scrub *secret.Scrubber
 }
 
 // settingError is a bad configuration value: it prints as one line naming
@@ -133,6 +139,7 @@ func loadConfig(getenv func(string) string) (*config, error) {
 			return nil, err
 		}
 	}
+	c.scrub = secret.New(c.secrets()...)
 	return c, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,4 +106,18 @@ func TestRunUsage(t *testing.T) {
 	require.Contains(t, stderr.String(), `unknown command "fly"`)
 	require.Equal(t, 0, run([]string{"version"}, envOf(nil), &stdout, &stderr))
 	require.True(t, strings.HasPrefix(stdout.String(), "superagent "))
+}
+
+func TestLogsNeverCarryConfiguredSecrets(t *testing.T) {
+	c, err := loadConfig(envOf(map[string]string{
+		"SUPERAGENT_GITHUB_WEBHOOK_SECRET": "whsec-0123456789abcdef",
+		"SUPERAGENT_MODEL_API_KEY":         "sk-live-abcdefghijklmnop",
+	}))
+	require.NoError(t, err)
+	var out bytes.Buffer
+	logger := newLogger(&out, c, slog.LevelInfo)
+	logger.Info("calling the model", "url", "https://x/?key=sk-live-abcdefghijklmnop", "err", errors.New("bad secret whsec-0123456789abcdef"))
+	require.NotContains(t, out.String(), "sk-live-abcdefghijklmnop")
+	require.NotContains(t, out.String(), "whsec-0123456789abcdef")
+	require.Contains(t, out.String(), "[REDACTED]")
 }

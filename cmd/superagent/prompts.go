@@ -98,7 +98,7 @@ func withPrompts(ctx context.Context, cfg *config, stderr io.Writer, fn func(*pr
 		return err
 	}
 	defer d.Close()
-	if err := migrations.Apply(ctx, d, newLogger(stderr, slog.LevelWarn)); err != nil {
+	if err := migrations.Apply(ctx, d, newLogger(stderr, cfg, slog.LevelWarn)); err != nil {
 		return err
 	}
 	svc, err := promptparts.New(promptparts.Config{}, d)
