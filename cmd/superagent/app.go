@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/superagent-dev/superagent/admin"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/githubapp"
@@ -21,6 +22,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/probe"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/internal/secret"
+	"github.com/superagent-dev/superagent/internal/session"
 	"github.com/superagent-dev/superagent/migrations"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/webhooks"
@@ -179,17 +181,29 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		return nil, err
 	}
 	cfg.scrub.Add(token)
+	jobs, err := a.queue.UIHandler(ctx, "/admin/jobs", a.logger)
+	if err != nil {
+		return nil, err
+	}
+	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie}, a.db, a.prompts, admin.Deps{
+		Tickets:  a.webhooks.Store(),
+		Sessions: session.NewStore(a.db, cfg.scrub, time.Now),
+	})
+	if err != nil {
+		return nil, err
+	}
 	var migrated atomic.Bool
 	hs := httpserver.New(httpserver.Config{
 		Logger:         a.logger,
 		Registerer:     a.registry,
 		Gatherer:       a.registry,
 		Ready:          readiness(a.db, &migrated),
-		Authenticators: []httpserver.Authenticator{httpserver.BearerToken{Token: token}},
+		Authenticators: []httpserver.Authenticator{httpserver.BearerToken{Token: token}, panel.Authenticator()},
 	})
 	a.prompts.Routes(hs.API)
 	a.webhooks.Routes(hs.Root)
 	a.webhooks.APIRoutes(hs.API)
+	panel.Routes(hs.Root)
 	return &http.Server{
 		Handler:           hs,
 		ReadHeaderTimeout: 10 * time.Second,

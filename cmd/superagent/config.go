@@ -44,6 +44,7 @@ type config struct {
 	RouterModel  string
 
 	LogLevel        slog.Level
+	SecureCookie    bool
 	ShutdownTimeout time.Duration
 	RescueAfter     time.Duration
 
@@ -118,6 +119,16 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		func() error {
 			if c.FeishuMode != "webhook" && c.FeishuMode != "longconn" {
 				return &settingError{"SUPERAGENT_FEISHU_MODE", fmt.Sprintf("must be webhook or longconn, got %q", c.FeishuMode)}
+			}
+			return nil
+		},
+		func() error {
+			switch v := getenv("SUPERAGENT_SECURE_COOKIE"); v {
+			case "", "false", "0":
+			case "true", "1":
+				c.SecureCookie = true
+			default:
+				return &settingError{"SUPERAGENT_SECURE_COOKIE", fmt.Sprintf("must be true or false, got %q", v)}
 			}
 			return nil
 		},
