@@ -14,7 +14,8 @@ import (
 // one, each with its job. Every delivery still commits with its job before
 // its request is answered; a burst simply shares BEGIN and COMMIT (and on
 // SQLite, whose single connection serialises writers anyway, the WAL
-// append). No timer is involved, so a lone request is written at once.
+// append; on PostgreSQL, round trips and WAL flushes). No timer is
+// involved, so a lone request is written at once.
 //
 // Leadership passes from batch to batch: the request that finds no
 // transaction running writes the waiting batch (its own included), answers
@@ -23,21 +24,23 @@ import (
 type committer struct {
 	write func(ctx context.Context, tx *db.Tx, d Delivery) (int64, bool, error)
 	d     *db.DB
-	max   int
+	// max caps a batch; slots is how many batches may be written at once.
+	max, slots int
 
 	mu      sync.Mutex
-	running bool
+	running int
 	pending []*pendingDelivery
 }
 
 type pendingDelivery struct {
-	ctx  context.Context
-	d    Delivery
-	lead chan struct{} // closed when this request is to write the batch
-	done chan struct{} // closed when the result is set
-	id   int64
-	dup  bool
-	err  error
+	ctx      context.Context
+	d        Delivery
+	promoted bool          // chosen to lead a batch (under mu)
+	lead     chan struct{} // closed when this request is to write a batch
+	done     chan struct{} // closed when the result is set
+	id       int64
+	dup      bool
+	err      error
 }
 
 // batchTimeout bounds one group transaction, independent of the request
@@ -48,8 +51,9 @@ func (c *committer) submit(ctx context.Context, d Delivery) (int64, bool, error)
 	p := &pendingDelivery{ctx: ctx, d: d, lead: make(chan struct{}), done: make(chan struct{})}
 	c.mu.Lock()
 	c.pending = append(c.pending, p)
-	if !c.running {
-		c.running = true
+	if c.running < c.slots {
+		c.running++
+		p.promoted = true
 		close(p.lead)
 	}
 	c.mu.Unlock()
@@ -59,19 +63,38 @@ func (c *committer) submit(ctx context.Context, d Delivery) (int64, bool, error)
 		return p.id, p.dup, p.err
 	case <-p.lead:
 	}
+	// Lead: take this request and the waiting ones no other leader holds.
 	c.mu.Lock()
-	n := min(len(c.pending), c.max)
-	batch := append([]*pendingDelivery(nil), c.pending[:n]...)
-	c.pending = c.pending[n:]
+	batch := []*pendingDelivery{p}
+	rest := c.pending[:0]
+	for _, q := range c.pending {
+		switch {
+		case q == p:
+		case !q.promoted && len(batch) < c.max:
+			batch = append(batch, q)
+		default:
+			rest = append(rest, q)
+		}
+	}
+	clear(c.pending[len(rest):])
+	c.pending = rest
 	c.mu.Unlock()
 
 	c.writeBatch(batch)
 
+	// Hand the slot to the oldest request still waiting, or give it back.
 	c.mu.Lock()
-	if len(c.pending) > 0 {
-		close(c.pending[0].lead)
-	} else {
-		c.running = false
+	next := false
+	for _, q := range c.pending {
+		if !q.promoted {
+			q.promoted = true
+			close(q.lead)
+			next = true
+			break
+		}
+	}
+	if !next {
+		c.running--
 	}
 	c.mu.Unlock()
 	<-p.done

@@ -19,7 +19,7 @@ import (
 // and a delivery that cannot be written fails alone.
 func TestCommitterGroupsAndIsolates(t *testing.T) {
 	d := dbtest.SQLite(t)
-	c := &committer{d: d, max: 64, write: func(ctx context.Context, tx *db.Tx, dl Delivery) (int64, bool, error) {
+	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, dl Delivery) (int64, bool, error) {
 		if dl.DedupeKey == "poison" {
 			return 0, false, errors.New("cannot write this one")
 		}
@@ -76,13 +76,13 @@ func TestCommitterGroupsAndIsolates(t *testing.T) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	require.False(t, c.running)
+	require.Zero(t, c.running)
 	require.Empty(t, c.pending)
 }
 
 func TestCommitterSkipsEndedRequests(t *testing.T) {
 	d := dbtest.SQLite(t)
-	c := &committer{d: d, max: 64, write: func(ctx context.Context, tx *db.Tx, dl Delivery) (int64, bool, error) {
+	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, dl Delivery) (int64, bool, error) {
 		return insertDelivery(ctx, tx, dl)
 	}}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -107,18 +107,9 @@ func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
 }
 
 // record writes the delivery and, when it is to be processed, its job,
-// in one transaction. On SQLite, whose one connection serialises writers,
-// concurrent requests share a transaction (see committer); PostgreSQL runs
-// them in parallel on its pool instead.
+// in one transaction, which concurrent requests may share (see committer).
 func (s *Service) record(ctx context.Context, d Delivery) (id int64, dup bool, err error) {
-	if s.commits != nil {
-		return s.commits.submit(ctx, d)
-	}
-	err = s.d.InTx(ctx, func(tx *db.Tx) error {
-		id, dup, err = s.writeDelivery(ctx, tx, d)
-		return err
-	})
-	return id, dup, err
+	return s.commits.submit(ctx, d)
 }
 
 // writeDelivery stores one delivery and enqueues its job inside tx.

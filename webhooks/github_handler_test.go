@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-chi/chi/v5"
@@ -215,4 +216,46 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, map[string]float64{
 		"issues/accepted": 1, "issues/duplicate": 1, "other/ignored": 1, "issues/rejected": 1,
 	}, got)
+}
+
+// TestBurst posts many deliveries at once, each twice: every 2xx delivery
+// is stored once and makes exactly one card.
+func TestBurst(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d)
+		body := fixture(t, "issue_comment/created.payload.json")
+		const n = 30
+		guids := make([]string, n)
+		for i := range guids {
+			guids[i] = e.guid()
+		}
+		var wg sync.WaitGroup
+		answers := make(chan answer, 2*n)
+		for _, g := range append(guids, guids...) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers <- e.send(t, e.request(t, "issue_comment", g, body))
+			}()
+		}
+		wg.Wait()
+		close(answers)
+		var accepted []int64
+		for a := range answers {
+			switch a.Status {
+			case http.StatusAccepted:
+				accepted = append(accepted, a.Delivery)
+			case http.StatusOK:
+				require.Equal(t, "duplicate", a.State)
+			default:
+				t.Fatalf("status %d", a.Status)
+			}
+		}
+		require.Len(t, accepted, n)
+		for _, id := range accepted {
+			e.work(t, id)
+		}
+		require.Equal(t, n, count(t, d, "SELECT COUNT(*) FROM cards"))
+		require.Equal(t, n, count(t, d, "SELECT COUNT(*) FROM river_job WHERE kind = 'ingest_delivery'"))
+	})
 }

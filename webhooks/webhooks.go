@@ -131,8 +131,11 @@ func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, fs *feishu.
 		store: tickets.New(tickets.Config{Now: cfg.Now}),
 		slug:  cfg.GitHub.Slug,
 	}
-	if d.Dialect() == db.SQLite {
-		s.commits = &committer{d: d, write: s.writeDelivery, max: 64}
+	// SQLite has one writer: one batch at a time. PostgreSQL gains from a
+	// few transactions in flight (measured: 4 beat 2, and beat none).
+	s.commits = &committer{d: d, write: s.writeDelivery, max: 64, slots: 1}
+	if d.Dialect() == db.Postgres {
+		s.commits.slots = 4
 	}
 	// The Feishu endpoint stays off (404) until it can authenticate events.
 	if v, err := feishu.NewVerifier(cfg.Feishu.Verifier, cfg.Now); err == nil {
