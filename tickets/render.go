@@ -41,7 +41,11 @@ func Render(c Card) string {
 	if name == "" {
 		name = c.Author.Name
 	}
-	b.WriteString(quote(name, 60))
+	if name == "" {
+		b.WriteString("(no name)")
+	} else {
+		b.WriteString(quote(name, 60))
+	}
 	if c.Author.Login != "" && c.Author.Name != "" && c.Author.Name != c.Author.Login {
 		b.WriteString(" name ")
 		b.WriteString(quote(c.Author.Name, 60))
