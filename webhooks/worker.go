@@ -37,8 +37,11 @@ type Worker struct {
 // author's permission before the card is made with "unknown".
 const permissionAttempts = 3
 
-// Timeout bounds one run (it may call the GitHub API).
-func (w *Worker) Timeout(*river.Job[ProcessArgs]) time.Duration { return 2 * time.Minute }
+// Timeout bounds one run (it may call the GitHub API, whose 429 waits are
+// capped at a minute). River rescues a job whose process died only once
+// this has passed, so it is kept short: a crash delays a delivery by about
+// this long, never loses it.
+func (w *Worker) Timeout(*river.Job[ProcessArgs]) time.Duration { return 75 * time.Second }
 
 // Work processes the delivery named by the job.
 func (w *Worker) Work(ctx context.Context, job *river.Job[ProcessArgs]) error {
