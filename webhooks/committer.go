@@ -22,7 +22,9 @@ import (
 // it, and hands the next batch to one of its requests, so no request waits
 // for batches that arrived after it.
 type committer struct {
-	write func(ctx context.Context, tx *db.Tx, d Delivery) (int64, bool, error)
+	// write stores deliveries inside tx and returns, in order, each one's id
+	// and whether it was a duplicate.
+	write func(ctx context.Context, tx *db.Tx, ds []Delivery) ([]written, error)
 	d     *db.DB
 	// max caps a batch; slots is how many batches may be written at once.
 	max, slots int
@@ -41,6 +43,12 @@ type pendingDelivery struct {
 	id       int64
 	dup      bool
 	err      error
+}
+
+// written is the outcome of storing one delivery.
+type written struct {
+	id  int64
+	dup bool
 }
 
 // batchTimeout bounds one group transaction, independent of the request
@@ -122,32 +130,33 @@ func (c *committer) writeBatch(batch []*pendingDelivery) {
 	}
 	if len(live) > 1 {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), batchTimeout)
+		ds := make([]Delivery, len(live))
+		for i, p := range live {
+			ds[i] = p.d
+		}
+		var out []written
 		err := c.d.InTx(ctx, func(tx *db.Tx) error {
-			for _, p := range live {
-				var err error
-				if p.id, p.dup, err = c.write(ctx, tx, p.d); err != nil {
-					return err
-				}
-			}
-			return nil
+			var err error
+			out, err = c.write(ctx, tx, ds)
+			return err
 		})
 		cancel()
 		if err == nil {
+			for i, p := range live {
+				p.id, p.dup = out[i].id, out[i].dup
+			}
 			return
 		}
 	}
 	for _, p := range live {
-		var id int64
-		var dup bool
+		var out []written
 		p.err = c.d.InTx(p.ctx, func(tx *db.Tx) error {
 			var err error
-			id, dup, err = c.write(p.ctx, tx, p.d)
+			out, err = c.write(p.ctx, tx, []Delivery{p.d})
 			return err
 		})
 		if p.err == nil {
-			p.id, p.dup = id, dup
-		} else {
-			p.id, p.dup = 0, false
+			p.id, p.dup = out[0].id, out[0].dup
 		}
 	}
 }

@@ -19,11 +19,19 @@ import (
 // and a delivery that cannot be written fails alone.
 func TestCommitterGroupsAndIsolates(t *testing.T) {
 	d := dbtest.SQLite(t)
-	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, dl Delivery) (int64, bool, error) {
-		if dl.DedupeKey == "poison" {
-			return 0, false, errors.New("cannot write this one")
+	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, ds []Delivery) ([]written, error) {
+		out := make([]written, len(ds))
+		for i, dl := range ds {
+			if dl.DedupeKey == "poison" {
+				return nil, errors.New("cannot write this one")
+			}
+			id, dup, err := insertDelivery(ctx, tx, dl)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = written{id, dup}
 		}
-		return insertDelivery(ctx, tx, dl)
+		return out, nil
 	}}
 
 	const n = 40
@@ -82,8 +90,9 @@ func TestCommitterGroupsAndIsolates(t *testing.T) {
 
 func TestCommitterSkipsEndedRequests(t *testing.T) {
 	d := dbtest.SQLite(t)
-	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, dl Delivery) (int64, bool, error) {
-		return insertDelivery(ctx, tx, dl)
+	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, ds []Delivery) ([]written, error) {
+		id, dup, err := insertDelivery(ctx, tx, ds[0])
+		return []written{{id, dup}}, err
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/riverqueue/river"
+
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/httpserver"
 )
@@ -112,16 +114,27 @@ func (s *Service) record(ctx context.Context, d Delivery) (id int64, dup bool, e
 	return s.commits.submit(ctx, d)
 }
 
-// writeDelivery stores one delivery and enqueues its job inside tx.
-func (s *Service) writeDelivery(ctx context.Context, tx *db.Tx, d Delivery) (int64, bool, error) {
-	id, dup, err := insertDelivery(ctx, tx, d)
-	if err != nil || dup || d.State != DeliveryReceived {
-		return id, dup, err
+// writeDeliveries stores deliveries inside tx and enqueues, with one
+// statement, a processing job for each one that is new and to be processed.
+func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery) ([]written, error) {
+	out := make([]written, len(ds))
+	jobs := make([]river.InsertManyParams, 0, len(ds))
+	for i, d := range ds {
+		id, dup, err := insertDelivery(ctx, tx, d)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = written{id: id, dup: dup}
+		if !dup && d.State == DeliveryReceived {
+			jobs = append(jobs, river.InsertManyParams{Args: ProcessArgs{DeliveryID: id}})
+		}
 	}
-	if _, err := s.q.InsertTx(ctx, tx, ProcessArgs{DeliveryID: id}, nil); err != nil {
-		return 0, false, fmt.Errorf("enqueueing delivery %d: %w", id, err)
+	if len(jobs) > 0 {
+		if _, err := s.q.InsertManyTx(ctx, tx, jobs); err != nil {
+			return nil, fmt.Errorf("enqueueing %d deliveries: %w", len(jobs), err)
+		}
 	}
-	return id, false, nil
+	return out, nil
 }
 
 // readBody reads at most limit bytes, sized by Content-Length when sent.

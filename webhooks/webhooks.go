@@ -133,7 +133,7 @@ func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, fs *feishu.
 	}
 	// SQLite has one writer: one batch at a time. PostgreSQL gains from a
 	// few transactions in flight (measured: 4 beat 2, and beat none).
-	s.commits = &committer{d: d, write: s.writeDelivery, max: 64, slots: 1}
+	s.commits = &committer{d: d, write: s.writeDeliveries, max: 64, slots: 1}
 	if d.Dialect() == db.Postgres {
 		s.commits.slots = 4
 	}
