@@ -122,3 +122,31 @@ func (s *Store) PullThreadForBranch(ctx context.Context, q db.Querier, repo, bra
 	}
 	return t, true, nil
 }
+
+// TicketThreads lists the Threads a Ticket follows, oldest subscription
+// first.
+func (s *Store) TicketThreads(ctx context.Context, q db.Querier, ticketID int64) ([]Thread, error) {
+	rows, err := q.Query(ctx, `SELECT `+threadColumnsOf("th")+` FROM subscriptions s JOIN threads th ON th.id = s.thread_id
+WHERE s.ticket_id = $1 ORDER BY s.created_at, th.id`, ticketID)
+	if err != nil {
+		return nil, fmt.Errorf("listing threads of ticket %d: %w", ticketID, err)
+	}
+	defer rows.Close()
+	out := []Thread{}
+	for rows.Next() {
+		var t Thread
+		if err := rows.Scan(&t.ID, &t.Source, &t.Key, &t.Repo, &t.Number, &t.Title, &t.HeadRef, &t.BotSpoke, &t.CreatedAt, &t.UpdatedAt); err != nil {
+			return nil, fmt.Errorf("listing threads of ticket %d: %w", ticketID, err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing threads of ticket %d: %w", ticketID, err)
+	}
+	return out, nil
+}
+
+func threadColumnsOf(alias string) string {
+	p := alias + "."
+	return p + "id, " + p + "source, " + p + "key, " + p + "repo, " + p + "number, " + p + "title, " + p + "head_ref, " + p + "bot_spoke, " + p + "created_at, " + p + "updated_at"
+}

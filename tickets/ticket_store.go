@@ -2,6 +2,8 @@ package tickets
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -19,8 +21,15 @@ const (
 	TicketCancelled = "cancelled"
 )
 
-// Ticket is a unit of work. This is its minimal form; the routing issue
-// adds origin, Mandate, sessions and reports.
+// Ticket origins.
+const (
+	// OriginExplicit: a person who passes the gate asked the bot.
+	OriginExplicit = "explicit"
+	// OriginInferred: enabled policy rules admitted it.
+	OriginInferred = "inferred"
+)
+
+// Ticket is a unit of work.
 type Ticket struct {
 	ID    int64  `json:"id"`
 	Title string `json:"title"`
@@ -28,29 +37,110 @@ type Ticket struct {
 	// Repo is owner/name of the repository the Ticket works in.
 	Repo string `json:"repo,omitempty"`
 	// Branch is the Ticket's working branch, once it has one.
-	Branch    string    `json:"branch,omitempty"`
+	Branch string `json:"branch,omitempty"`
+	// Origin is OriginExplicit or OriginInferred; Rules names the policy
+	// rules that admitted an inferred Ticket.
+	Origin string   `json:"origin"`
+	Rules  []string `json:"rules,omitempty"`
+	// Mandate is the Ticket's recorded authorization.
+	Mandate Mandate `json:"mandate"`
+	// Proposal is true while an inferred Ticket in propose mode waits for a
+	// person to accept it; its state is then TicketWaiting.
+	Proposal bool `json:"proposal,omitempty"`
+	// SourceCardID is the card the Ticket was made from; one Ticket per card.
+	SourceCardID int64 `json:"source_card,omitempty"`
+	// Pause is set while a person holds the Ticket.
+	Pause     *Pause    `json:"pause,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-const ticketColumns = "id, title, state, repo, branch, created_at, updated_at"
-
-func scanTicket(row scanner) (Ticket, error) {
-	var t Ticket
-	err := row.Scan(&t.ID, &t.Title, &t.State, &t.Repo, &t.Branch, &t.CreatedAt, &t.UpdatedAt)
-	return t, err
+// Mandate records what authorizes a Ticket: who asked, or which rules
+// admitted it, where it may write and what it may do there.
+type Mandate struct {
+	// RequestedBy is the person who asked (explicit Tickets).
+	RequestedBy *Author `json:"requested_by,omitempty"`
+	// Source is where the request came from (github, feishu).
+	Source string `json:"source,omitempty"`
+	// Rules are the policy rule ids that admitted an inferred Ticket.
+	Rules []string `json:"rules,omitempty"`
+	// Repos are the repositories (owner/name) the Ticket may write to.
+	Repos []string `json:"repos,omitempty"`
+	// Actions are what it may do there (reply, branch, pull_request).
+	Actions []string `json:"actions,omitempty"`
 }
 
-// CreateTicket stores a new Ticket (state open unless t.State says otherwise).
+// Pause is a person's hold on a Ticket.
+type Pause struct {
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+const ticketColumns = `id, title, state, repo, branch, origin, rules, mandate, proposal,
+    COALESCE(source_card_id, 0), paused_by, paused_at, pause_reason, created_at, updated_at`
+
+func scanTicket(row scanner) (Ticket, error) {
+	var (
+		t              Ticket
+		rules, mandate string
+		pausedAt       sql.NullTime
+		pausedBy, why  string
+	)
+	err := row.Scan(&t.ID, &t.Title, &t.State, &t.Repo, &t.Branch, &t.Origin, &rules, &mandate, &t.Proposal,
+		&t.SourceCardID, &pausedBy, &pausedAt, &why, &t.CreatedAt, &t.UpdatedAt)
+	if err != nil {
+		return Ticket{}, err
+	}
+	if err := json.Unmarshal([]byte(rules), &t.Rules); err != nil {
+		return Ticket{}, fmt.Errorf("decoding rules of ticket %d: %w", t.ID, err)
+	}
+	if err := json.Unmarshal([]byte(mandate), &t.Mandate); err != nil {
+		return Ticket{}, fmt.Errorf("decoding mandate of ticket %d: %w", t.ID, err)
+	}
+	if pausedAt.Valid {
+		t.Pause = &Pause{By: pausedBy, At: pausedAt.Time.UTC(), Reason: why}
+	}
+	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
+	return t, nil
+}
+
+// CreateTicket stores a new Ticket (state open unless t.State says
+// otherwise, origin explicit unless set). A second Ticket from the same
+// source card is refused with ErrDuplicate.
 func (s *Store) CreateTicket(ctx context.Context, q db.Querier, t Ticket) (Ticket, error) {
 	if t.State == "" {
 		t.State = TicketOpen
 	}
+	if t.Origin == "" {
+		t.Origin = OriginExplicit
+	}
+	rules := t.Rules
+	if rules == nil {
+		rules = []string{}
+	}
+	rulesJSON, err := json.Marshal(rules)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("encoding ticket rules: %w", err)
+	}
+	mandateJSON, err := json.Marshal(t.Mandate)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("encoding ticket mandate: %w", err)
+	}
+	var card sql.NullInt64
+	if t.SourceCardID != 0 {
+		card = sql.NullInt64{Int64: t.SourceCardID, Valid: true}
+	}
 	now := s.nowUTC()
 	out, err := scanTicket(q.QueryRow(ctx, `
-INSERT INTO tickets (title, state, repo, branch, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $5) RETURNING `+ticketColumns,
-		t.Title, t.State, t.Repo, t.Branch, now))
+INSERT INTO tickets (title, state, repo, branch, origin, rules, mandate, proposal, source_card_id, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
+ON CONFLICT (source_card_id) DO NOTHING
+RETURNING `+ticketColumns,
+		t.Title, t.State, t.Repo, t.Branch, t.Origin, string(rulesJSON), string(mandateJSON), t.Proposal, card, now))
+	if errors.Is(err, db.ErrNoRows) {
+		return Ticket{}, fmt.Errorf("creating ticket from card %d: %w", t.SourceCardID, ErrDuplicate)
+	}
 	if err != nil {
 		return Ticket{}, fmt.Errorf("creating ticket %q: %w", t.Title, err)
 	}
@@ -67,6 +157,117 @@ func (s *Store) Ticket(ctx context.Context, q db.Querier, id int64) (Ticket, err
 		return Ticket{}, fmt.Errorf("reading ticket %d: %w", id, err)
 	}
 	return t, nil
+}
+
+// TicketBySourceCard reads the Ticket made from a card.
+func (s *Store) TicketBySourceCard(ctx context.Context, q db.Querier, cardID int64) (Ticket, error) {
+	t, err := scanTicket(q.QueryRow(ctx, "SELECT "+ticketColumns+" FROM tickets WHERE source_card_id = $1", cardID))
+	if errors.Is(err, db.ErrNoRows) {
+		return Ticket{}, fmt.Errorf("reading ticket of card %d: %w", cardID, ErrNotFound)
+	}
+	if err != nil {
+		return Ticket{}, fmt.Errorf("reading ticket of card %d: %w", cardID, err)
+	}
+	return t, nil
+}
+
+// ListTickets returns the most recently updated Tickets first; state ""
+// means every state.
+func (s *Store) ListTickets(ctx context.Context, q db.Querier, state string, limit int) ([]Ticket, error) {
+	rows, err := q.Query(ctx, "SELECT "+ticketColumns+` FROM tickets
+WHERE ($1 = '' OR state = $1) ORDER BY updated_at DESC, id DESC LIMIT $2`, state, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing tickets: %w", err)
+	}
+	defer rows.Close()
+	out := []Ticket{}
+	for rows.Next() {
+		t, err := scanTicket(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing tickets: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing tickets: %w", err)
+	}
+	return out, nil
+}
+
+// ErrPaused is returned when automatic work tries to move a paused Ticket:
+// only a person's Resume lifts a pause.
+var ErrPaused = errors.New("ticket is paused")
+
+// ErrEnded is returned when a done or cancelled Ticket is paused or moved.
+var ErrEnded = errors.New("ticket has ended")
+
+// SetTicketState moves a Ticket to state on behalf of automatic work (the
+// Executor, the main Session). A paused Ticket refuses with ErrPaused, so no
+// follow-up, bot or CI event can resume it; use Resume.
+func (s *Store) SetTicketState(ctx context.Context, q db.Querier, id int64, state string) error {
+	t, err := s.Ticket(ctx, q, id)
+	if err != nil {
+		return err
+	}
+	if t.Pause != nil {
+		return fmt.Errorf("moving ticket %d to %s: %w", id, state, ErrPaused)
+	}
+	if _, err := q.Exec(ctx, "UPDATE tickets SET state = $2, updated_at = $3 WHERE id = $1", id, state, s.nowUTC()); err != nil {
+		return fmt.Errorf("moving ticket %d to %s: %w", id, state, err)
+	}
+	return nil
+}
+
+// Pause holds a Ticket on a person's word; pausing a paused Ticket keeps
+// the first pause. The state before the pause is restored by Resume.
+func (s *Store) Pause(ctx context.Context, q db.Querier, id int64, actor, reason string) error {
+	t, err := s.Ticket(ctx, q, id)
+	if err != nil {
+		return err
+	}
+	if t.Pause != nil {
+		return nil
+	}
+	if t.State == TicketDone || t.State == TicketCancelled {
+		return fmt.Errorf("pausing ticket %d: %w", id, ErrEnded)
+	}
+	now := s.nowUTC()
+	_, err = q.Exec(ctx, `UPDATE tickets SET resume_state = state, state = 'paused', paused_by = $2, paused_at = $3,
+    pause_reason = $4, updated_at = $3 WHERE id = $1`, id, actor, now, reason)
+	if err != nil {
+		return fmt.Errorf("pausing ticket %d: %w", id, err)
+	}
+	return nil
+}
+
+// Resume lifts a person's pause; it must be called only for a person
+// (never for a bot, CI or other automatic event). Resuming a Ticket that
+// is not paused does nothing.
+func (s *Store) Resume(ctx context.Context, q db.Querier, id int64, actor string) error {
+	t, err := s.Ticket(ctx, q, id)
+	if err != nil {
+		return err
+	}
+	if t.Pause == nil {
+		return nil
+	}
+	_, err = q.Exec(ctx, `UPDATE tickets SET state = CASE WHEN resume_state IN ('', 'paused') THEN 'open' ELSE resume_state END,
+    resume_state = '', paused_by = '', paused_at = NULL, pause_reason = '', updated_at = $2 WHERE id = $1`, id, s.nowUTC())
+	if err != nil {
+		return fmt.Errorf("resuming ticket %d for %s: %w", id, actor, err)
+	}
+	return nil
+}
+
+// AcceptProposal turns a proposal into an open Ticket on a person's word.
+// It reports whether the Ticket was a proposal.
+func (s *Store) AcceptProposal(ctx context.Context, q db.Querier, id int64) (bool, error) {
+	n, err := q.Exec(ctx, `UPDATE tickets SET proposal = FALSE, state = 'open', updated_at = $2
+WHERE id = $1 AND proposal AND state = 'waiting'`, id, s.nowUTC())
+	if err != nil {
+		return false, fmt.Errorf("accepting proposal %d: %w", id, err)
+	}
+	return n > 0, nil
 }
 
 // Subscribe makes a Ticket follow a Thread; subscribing twice is a no-op.

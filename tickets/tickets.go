@@ -1,8 +1,10 @@
 // Package tickets owns the conversation side of superagent's data: Threads
 // (the places where conversations happen), Trigger cards (the compact,
-// source-neutral form of every incoming event), Tickets (units of work) and
-// their subscriptions to Threads, and the follow-up notices that tell the
-// main Session a card reached a Ticket.
+// source-neutral form of every incoming event), Tickets (units of work) with
+// their origin, Mandate, pauses and subscriptions to Threads, the Reports
+// and hand-backs their Executors send, the follow-up notices that tell the
+// main Session a card reached a Ticket, and the log of every message the
+// service sent (recorded as an intent before it is sent).
 //
 // Store methods take a db.Querier so that callers compose them inside their
 // own transaction: ingestion writes a delivery's card, its Thread and the

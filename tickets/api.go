@@ -1,0 +1,186 @@
+package tickets
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/internal/model"
+	"github.com/superagent-dev/superagent/internal/session"
+)
+
+// SessionReader is what the API reads of Sessions; *session.Store is one.
+type SessionReader interface {
+	ForTicket(ctx context.Context, q db.Querier, ticketID int64) ([]*session.Session, error)
+	TicketTotals(ctx context.Context, q db.Querier, ticketID int64) (session.Totals, error)
+}
+
+// API serves GET /tickets, GET /tickets/{id} and POST /tickets/{id}/pause
+// and /resume on the authenticated /api router.
+type API struct {
+	d        *db.DB
+	store    *Store
+	sessions SessionReader
+	pauser   *Pauser
+	logger   interface{ Error(string, ...any) }
+}
+
+// NewAPI returns the Tickets API. sessions may be nil (no sessions or usage
+// are shown); logger receives handler errors.
+func NewAPI(d *db.DB, store *Store, sessions SessionReader, logger interface{ Error(string, ...any) }) *API {
+	return &API{d: d, store: store, sessions: sessions, pauser: NewPauser(d, store), logger: logger}
+}
+
+// Routes mounts the API.
+func (a *API) Routes(r chi.Router) {
+	r.Get("/tickets", httpserver.HandleWith(a.logger, a.list))
+	r.Get("/tickets/{id}", httpserver.HandleWith(a.logger, a.get))
+	r.Post("/tickets/{id}/pause", httpserver.HandleWith(a.logger, a.pause))
+	r.Post("/tickets/{id}/resume", httpserver.HandleWith(a.logger, a.resume))
+}
+
+func (a *API) list(w http.ResponseWriter, r *http.Request) error {
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return httpserver.Errorf(http.StatusBadRequest, "limit must be between 1 and 1000")
+		}
+		limit = n
+	}
+	ts, err := a.store.ListTickets(r.Context(), a.d, r.URL.Query().Get("state"), limit)
+	if err != nil {
+		return err
+	}
+	httpserver.WriteJSON(w, http.StatusOK, map[string]any{"tickets": ts})
+	return nil
+}
+
+// sessionView is one Session as the API shows it.
+type sessionView struct {
+	ID       int64  `json:"id"`
+	Role     string `json:"role"`
+	State    string `json:"state"`
+	Reason   string `json:"reason,omitempty"`
+	Requests int64  `json:"requests"`
+}
+
+// usageView sums a Ticket's Sessions.
+type usageView struct {
+	Sessions int64 `json:"sessions"`
+	Requests int64 `json:"requests"`
+	model.Usage
+}
+
+func (a *API) ticketID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil || id < 1 {
+		return 0, httpserver.Errorf(http.StatusBadRequest, "ticket id must be a positive number")
+	}
+	return id, nil
+}
+
+func notFound(err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return httpserver.Errorf(http.StatusNotFound, "no such ticket")
+	}
+	return err
+}
+
+func (a *API) get(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id, err := a.ticketID(r)
+	if err != nil {
+		return err
+	}
+	t, err := a.store.Ticket(ctx, a.d, id)
+	if err != nil {
+		return notFound(err)
+	}
+	threads, err := a.store.TicketThreads(ctx, a.d, id)
+	if err != nil {
+		return err
+	}
+	reports, err := a.store.Reports(ctx, a.d, id)
+	if err != nil {
+		return err
+	}
+	messages, err := a.store.Outgoings(ctx, a.d, id)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"ticket": t, "threads": threads, "reports": reports, "messages": messages,
+		"sessions": []sessionView{}, "usage": usageView{}}
+	if a.sessions != nil {
+		ss, err := a.sessions.ForTicket(ctx, a.d, id)
+		if err != nil {
+			return err
+		}
+		views := []sessionView{}
+		for _, s := range ss {
+			views = append(views, sessionView{ID: s.ID, Role: string(s.Role), State: string(s.State), Reason: s.StateReason, Requests: s.Requests})
+		}
+		tot, err := a.sessions.TicketTotals(ctx, a.d, id)
+		if err != nil {
+			return err
+		}
+		out["sessions"] = views
+		out["usage"] = usageView{Sessions: tot.Sessions, Requests: tot.Requests, Usage: tot.Usage}
+	}
+	httpserver.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) pause(w http.ResponseWriter, r *http.Request) error {
+	id, err := a.ticketID(r)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if r.ContentLength != 0 {
+		if err := httpserver.DecodeJSON(r, &body); err != nil {
+			return err
+		}
+	}
+	if err := a.pauser.Pause(r.Context(), id, actorOf(r), body.Reason); err != nil {
+		if errors.Is(err, ErrEnded) {
+			return httpserver.Errorf(http.StatusConflict, "the ticket has ended")
+		}
+		return notFound(err)
+	}
+	return a.writeTicket(w, r, id)
+}
+
+func (a *API) resume(w http.ResponseWriter, r *http.Request) error {
+	id, err := a.ticketID(r)
+	if err != nil {
+		return err
+	}
+	if err := a.pauser.Resume(r.Context(), id, actorOf(r)); err != nil {
+		return notFound(err)
+	}
+	return a.writeTicket(w, r, id)
+}
+
+func (a *API) writeTicket(w http.ResponseWriter, r *http.Request, id int64) error {
+	t, err := a.store.Ticket(r.Context(), a.d, id)
+	if err != nil {
+		return notFound(err)
+	}
+	httpserver.WriteJSON(w, http.StatusOK, t)
+	return nil
+}
+
+func actorOf(r *http.Request) string {
+	if a := httpserver.Actor(r.Context()); a != "" {
+		return a
+	}
+	return "api"
+}

@@ -1,0 +1,140 @@
+package tickets
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/superagent-dev/superagent/internal/db"
+)
+
+// Outgoing message states. An intent is recorded before anything is sent;
+// it is claimed (sending) just before the call, so a process that dies
+// mid-call leaves it sending and a retry never sends it a second time.
+const (
+	OutgoingPending = "pending"
+	OutgoingSending = "sending"
+	OutgoingSent    = "sent"
+	OutgoingFailed  = "failed"
+)
+
+// Outgoing is one message the service sends (or sent) for a Ticket: a
+// reaction, a comment, a chat reply.
+type Outgoing struct {
+	ID int64 `json:"id"`
+	// Key identifies the intent: the same key is the same message.
+	Key      string `json:"key"`
+	TicketID int64  `json:"ticket,omitempty"`
+	CardID   int64  `json:"card,omitempty"`
+	Source   string `json:"source"`
+	// Kind is reaction, comment or reply.
+	Kind string `json:"kind"`
+	// Target says where: a comment or message id, an issue number.
+	Target    string     `json:"target,omitempty"`
+	Body      string     `json:"body,omitempty"`
+	State     string     `json:"state"`
+	Error     string     `json:"error,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	SentAt    *time.Time `json:"sent_at,omitempty"`
+}
+
+const outgoingColumns = "id, intent_key, COALESCE(ticket_id, 0), COALESCE(card_id, 0), source, kind, target, body, state, error, created_at, sent_at"
+
+func scanOutgoing(row scanner) (Outgoing, error) {
+	var (
+		o      Outgoing
+		sentAt sql.NullTime
+	)
+	err := row.Scan(&o.ID, &o.Key, &o.TicketID, &o.CardID, &o.Source, &o.Kind, &o.Target, &o.Body, &o.State, &o.Error, &o.CreatedAt, &sentAt)
+	if sentAt.Valid {
+		t := sentAt.Time.UTC()
+		o.SentAt = &t
+	}
+	o.CreatedAt = o.CreatedAt.UTC()
+	return o, err
+}
+
+func nullID(id int64) sql.NullInt64 { return sql.NullInt64{Int64: id, Valid: id != 0} }
+
+// RecordIntent stores an outgoing message as pending unless one with the
+// same key exists; either way it returns the stored intent.
+func (s *Store) RecordIntent(ctx context.Context, q db.Querier, o Outgoing) (Outgoing, error) {
+	if _, err := q.Exec(ctx, `
+INSERT INTO outgoing_messages (intent_key, ticket_id, card_id, source, kind, target, body, state, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8) ON CONFLICT (intent_key) DO NOTHING`,
+		o.Key, nullID(o.TicketID), nullID(o.CardID), o.Source, o.Kind, o.Target, o.Body, s.nowUTC()); err != nil {
+		return Outgoing{}, fmt.Errorf("recording outgoing %q: %w", o.Key, err)
+	}
+	out, err := scanOutgoing(q.QueryRow(ctx, "SELECT "+outgoingColumns+" FROM outgoing_messages WHERE intent_key = $1", o.Key))
+	if err != nil {
+		return Outgoing{}, fmt.Errorf("reading outgoing %q: %w", o.Key, err)
+	}
+	return out, nil
+}
+
+// ClaimIntent moves a pending intent to sending and reports whether this
+// caller won it; only the winner sends.
+func (s *Store) ClaimIntent(ctx context.Context, q db.Querier, id int64) (bool, error) {
+	n, err := q.Exec(ctx, "UPDATE outgoing_messages SET state = 'sending' WHERE id = $1 AND state = 'pending'", id)
+	if err != nil {
+		return false, fmt.Errorf("claiming outgoing %d: %w", id, err)
+	}
+	return n > 0, nil
+}
+
+// FinishIntent records how sending went: sent when sendErr is nil, else
+// failed with its text.
+func (s *Store) FinishIntent(ctx context.Context, q db.Querier, id int64, sendErr error) error {
+	state, msg := OutgoingSent, ""
+	if sendErr != nil {
+		state, msg = OutgoingFailed, sendErr.Error()
+	}
+	if _, err := q.Exec(ctx, "UPDATE outgoing_messages SET state = $2, error = $3, sent_at = $4 WHERE id = $1", id, state, msg, s.nowUTC()); err != nil {
+		return fmt.Errorf("finishing outgoing %d: %w", id, err)
+	}
+	return nil
+}
+
+// PendingIntents lists intents not yet claimed, oldest first.
+func (s *Store) PendingIntents(ctx context.Context, q db.Querier, limit int) ([]Outgoing, error) {
+	return s.listOutgoing(ctx, q, "WHERE state = 'pending' ORDER BY id LIMIT $1", limit)
+}
+
+// Outgoings lists every message recorded for a Ticket, oldest first.
+func (s *Store) Outgoings(ctx context.Context, q db.Querier, ticketID int64) ([]Outgoing, error) {
+	return s.listOutgoing(ctx, q, "WHERE ticket_id = $1 ORDER BY id", ticketID)
+}
+
+// Intent reads one intent by key.
+func (s *Store) Intent(ctx context.Context, q db.Querier, key string) (Outgoing, error) {
+	o, err := scanOutgoing(q.QueryRow(ctx, "SELECT "+outgoingColumns+" FROM outgoing_messages WHERE intent_key = $1", key))
+	if errors.Is(err, db.ErrNoRows) {
+		return Outgoing{}, fmt.Errorf("reading outgoing %q: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return Outgoing{}, fmt.Errorf("reading outgoing %q: %w", key, err)
+	}
+	return o, nil
+}
+
+func (s *Store) listOutgoing(ctx context.Context, q db.Querier, where string, args ...any) ([]Outgoing, error) {
+	rows, err := q.Query(ctx, "SELECT "+outgoingColumns+" FROM outgoing_messages "+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing outgoing messages: %w", err)
+	}
+	defer rows.Close()
+	out := []Outgoing{}
+	for rows.Next() {
+		o, err := scanOutgoing(rows)
+		if err != nil {
+			return nil, fmt.Errorf("listing outgoing messages: %w", err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing outgoing messages: %w", err)
+	}
+	return out, nil
+}
