@@ -99,8 +99,6 @@ func TestInferredNew(t *testing.T) {
 	}
 }
 
-func words(n int) string { return strings.TrimSpace(strings.Repeat("word ", n)) }
-
 func TestNotes(t *testing.T) {
 	tests := []struct {
 		name  string

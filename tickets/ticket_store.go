@@ -347,3 +347,59 @@ func (s *Store) MarkNoticesDelivered(ctx context.Context, q db.Querier, ids []in
 	}
 	return nil
 }
+
+// Cancel ends a Ticket on a person's request or the main Session's stop.
+// Ending is not resuming: a paused Ticket may be cancelled, and its pause
+// ends with it. Cancelling an ended Ticket does nothing.
+func (s *Store) Cancel(ctx context.Context, q db.Querier, id int64) error {
+	n, err := q.Exec(ctx, `UPDATE tickets SET state = 'cancelled', proposal = FALSE, paused_at = NULL, paused_by = '',
+    pause_reason = '', resume_state = '', updated_at = $2 WHERE id = $1 AND state NOT IN ('done', 'cancelled')`, id, s.nowUTC())
+	if err != nil {
+		return fmt.Errorf("cancelling ticket %d: %w", id, err)
+	}
+	if n == 0 {
+		if _, err := s.Ticket(ctx, q, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetRoutingNote keeps the main Session's routing note with a card; it
+// travels with the card to the Ticket's Executor.
+func (s *Store) SetRoutingNote(ctx context.Context, q db.Querier, cardID int64, note string) error {
+	if _, err := q.Exec(ctx, "UPDATE cards SET routing_note = $2 WHERE id = $1", cardID, note); err != nil {
+		return fmt.Errorf("storing routing note of card %d: %w", cardID, err)
+	}
+	return nil
+}
+
+// OfferCandidates returns up to limit candidates not yet offered to the
+// main Session, oldest first, and marks them offered inside q (the
+// transaction that appends them to the Session).
+func (s *Store) OfferCandidates(ctx context.Context, q db.Querier, limit int) ([]Card, error) {
+	cards, err := s.listCards(ctx, q, cardSelect+" WHERE c.state = 'candidate' AND c.offered_at IS NULL ORDER BY c.id LIMIT $1", limit)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cards {
+		if _, err := q.Exec(ctx, "UPDATE cards SET offered_at = $2 WHERE id = $1", c.ID, s.nowUTC()); err != nil {
+			return nil, fmt.Errorf("marking card %d offered: %w", c.ID, err)
+		}
+	}
+	return cards, nil
+}
+
+// Waiting counts what waits for the main Session: candidates not yet
+// offered, undelivered Reports and follow-up notices.
+func (s *Store) Waiting(ctx context.Context, q db.Querier) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT
+    (SELECT COUNT(*) FROM cards WHERE state = 'candidate' AND offered_at IS NULL) +
+    (SELECT COUNT(*) FROM ticket_reports WHERE delivered_at IS NULL) +
+    (SELECT COUNT(*) FROM follow_up_notices WHERE delivered_at IS NULL)`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting what waits for the main Session: %w", err)
+	}
+	return n, nil
+}

@@ -4,8 +4,9 @@
 // an alias (fakegithub) beside go-github.
 //
 // It covers the App endpoints (GET /app, installation access tokens) and
-// collaborator permissions. Later features add routes with Handle, reusing
-// Authorize, WriteJSON and the recorded requests.
+// collaborator permissions; ServeConversations adds reactions and issue
+// comments. Later features add routes with Handle, reusing Authorize,
+// WriteJSON and the recorded requests.
 package github
 
 import (
@@ -63,6 +64,7 @@ type Server struct {
 	tokenCount  int
 	permissions map[string]string // owner/repo:login → level
 	faults      map[string][]Fault
+	conv        *conversation
 }
 
 var keyOnce = sync.OnceValues(func() (*rsa.PrivateKey, error) {

@@ -1,0 +1,249 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/feishu"
+	"github.com/superagent-dev/superagent/internal/githubapp"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// Kinds of outgoing messages the main Session's host sends.
+const (
+	// KindReaction acknowledges pickup: eyes on GitHub, OnIt on Feishu.
+	KindReaction = "reaction"
+	// KindComment is a message: a proposal or a forwarded question.
+	KindComment = "comment"
+)
+
+// Acknowledger sends one recorded outgoing message; card is the card it
+// answers. The host records the intent first and claims it before calling,
+// so Send is called at most once per intent.
+type Acknowledger interface {
+	Send(ctx context.Context, o tickets.Outgoing, card tickets.Card) error
+}
+
+// DefaultAgentLine begins every GitHub message the service writes.
+const DefaultAgentLine = "This is by an automated agent, not a human"
+
+// Messenger sends reactions and messages through the GitHub App and the
+// Feishu client. Either client may be nil when that source is not set up.
+type Messenger struct {
+	DB     *db.DB
+	GitHub *githubapp.Client
+	Feishu *feishu.Client
+	// AgentLine begins every GitHub comment. Default DefaultAgentLine.
+	AgentLine string
+}
+
+var _ Acknowledger = (*Messenger)(nil)
+
+// Send delivers o.
+func (m *Messenger) Send(ctx context.Context, o tickets.Outgoing, c tickets.Card) error {
+	switch o.Source {
+	case tickets.SourceGitHub:
+		return m.sendGitHub(ctx, o)
+	case tickets.SourceFeishu:
+		return m.sendFeishu(ctx, o, c)
+	}
+	return fmt.Errorf("unknown source %q", o.Source)
+}
+
+var githubTarget = regexp.MustCompile(`^([^/\s]+)/([^#\s]+)#(issue|issue_comment|pull_comment):([0-9]+)$`)
+
+func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
+	if m.GitHub == nil {
+		return errors.New("GitHub is not configured")
+	}
+	t := githubTarget.FindStringSubmatch(o.Target)
+	if t == nil {
+		return fmt.Errorf("unusable GitHub target %q", o.Target)
+	}
+	owner, repo, what := t[1], t[2], t[3]
+	id, _ := strconv.ParseInt(t[4], 10, 64)
+	var inst int64
+	err := m.DB.QueryRow(ctx, `SELECT installation_id FROM github_repositories WHERE full_name = $1 AND active ORDER BY id LIMIT 1`, owner+"/"+repo).Scan(&inst)
+	if err != nil {
+		return fmt.Errorf("finding the installation of %s/%s: %w", owner, repo, err)
+	}
+	gh := m.GitHub.Installation(inst)
+	switch {
+	case o.Kind == KindReaction && what == "issue":
+		_, _, err = gh.Reactions.CreateIssueReaction(ctx, owner, repo, int(id), o.Body)
+	case o.Kind == KindReaction && what == "issue_comment":
+		_, _, err = gh.Reactions.CreateIssueCommentReaction(ctx, owner, repo, id, o.Body)
+	case o.Kind == KindReaction && what == "pull_comment":
+		_, _, err = gh.Reactions.CreatePullRequestCommentReaction(ctx, owner, repo, id, o.Body)
+	case o.Kind == KindComment && what == "issue":
+		line := m.AgentLine
+		if line == "" {
+			line = DefaultAgentLine
+		}
+		body := line + "\n\n" + o.Body
+		_, _, err = gh.Issues.CreateComment(ctx, owner, repo, int(id), &github.IssueComment{Body: &body})
+	default:
+		return fmt.Errorf("cannot send a %s to %s", o.Kind, o.Target)
+	}
+	if err != nil {
+		return fmt.Errorf("sending %s to %s: %w", o.Kind, o.Target, err)
+	}
+	return nil
+}
+
+func (m *Messenger) sendFeishu(ctx context.Context, o tickets.Outgoing, c tickets.Card) error {
+	if m.Feishu == nil {
+		return errors.New("Feishu is not configured")
+	}
+	msg, ok := strings.CutPrefix(o.Target, "feishu:message/")
+	if !ok || msg == "" {
+		return fmt.Errorf("unusable Feishu target %q", o.Target)
+	}
+	var err error
+	switch o.Kind {
+	case KindReaction:
+		_, err = m.Feishu.React(ctx, msg, c.Thread.Repo, o.Body)
+	case KindComment:
+		var content feishu.Content
+		if content, err = feishu.Text(o.Body); err != nil {
+			return fmt.Errorf("building the message of %s: %w", o.Key, err)
+		}
+		_, err = m.Feishu.Reply(ctx, msg, feishu.OutgoingMessage{UUID: "superagent-" + itoa(o.ID), ChatID: c.Thread.Repo, Content: content})
+	default:
+		return fmt.Errorf("cannot send a %s on Feishu", o.Kind)
+	}
+	if err != nil {
+		return fmt.Errorf("sending %s to %s: %w", o.Kind, o.Target, err)
+	}
+	return nil
+}
+
+var (
+	issueCommentURL = regexp.MustCompile(`#issuecomment-([0-9]+)$`)
+	pullCommentURL  = regexp.MustCompile(`#discussion_r([0-9]+)$`)
+)
+
+// reactionTarget says where a card's acknowledgement goes: the comment
+// itself, else its issue or pull request, else its Feishu message; "" when
+// the card has nowhere to react (a push, a check failure).
+func (o *Orchestrator) reactionTarget(ctx context.Context, q db.Querier, c tickets.Card) (string, error) {
+	switch c.Source {
+	case tickets.SourceGitHub:
+		if m := issueCommentURL.FindStringSubmatch(c.URL); m != nil {
+			return c.Thread.Repo + "#issue_comment:" + m[1], nil
+		}
+		if m := pullCommentURL.FindStringSubmatch(c.URL); m != nil {
+			return c.Thread.Repo + "#pull_comment:" + m[1], nil
+		}
+		if c.Thread.Number > 0 {
+			return c.Thread.Repo + "#issue:" + strconv.Itoa(c.Thread.Number), nil
+		}
+		return "", nil
+	case tickets.SourceFeishu:
+		id, err := o.feishuMessageID(ctx, q, c)
+		if err != nil || id == "" {
+			return "", err
+		}
+		return "feishu:message/" + id, nil
+	}
+	return "", nil
+}
+
+// messageTarget says where a message about a card goes: its issue or pull
+// request conversation, or under its Feishu message.
+func (o *Orchestrator) messageTarget(ctx context.Context, q db.Querier, c tickets.Card) (string, error) {
+	if c.Source == tickets.SourceGitHub {
+		if c.Thread.Number > 0 {
+			return c.Thread.Repo + "#issue:" + strconv.Itoa(c.Thread.Number), nil
+		}
+		return "", nil
+	}
+	return o.reactionTarget(ctx, q, c)
+}
+
+// feishuMessageID finds the Feishu message a card was made from: a card
+// action's card message, or the message in the stored delivery.
+func (o *Orchestrator) feishuMessageID(ctx context.Context, q db.Querier, c tickets.Card) (string, error) {
+	if c.Kind == "card_action" {
+		for _, r := range c.References {
+			if id, ok := strings.CutPrefix(r.Ref, "feishu:message/"); ok {
+				return id, nil
+			}
+		}
+	}
+	if c.DeliveryID == 0 {
+		return "", nil
+	}
+	var body []byte
+	if err := q.QueryRow(ctx, `SELECT body FROM deliveries WHERE id = $1`, c.DeliveryID).Scan(&body); err != nil {
+		return "", fmt.Errorf("reading delivery %d of card %d: %w", c.DeliveryID, c.ID, err)
+	}
+	ev, err := feishu.Parse(body, feishu.ParseOptions{})
+	if err != nil || ev.Message == nil {
+		return "", nil
+	}
+	return ev.Message.ID, nil
+}
+
+// record stores an outgoing intent for a card in tx; a card without a
+// target records nothing.
+func (o *Orchestrator) record(ctx context.Context, tx *db.Tx, key, kind string, c tickets.Card, ticketID int64, target, body string) error {
+	if target == "" {
+		return nil
+	}
+	_, err := o.deps.Tickets.RecordIntent(ctx, tx, tickets.Outgoing{Key: key, TicketID: ticketID, CardID: c.ID,
+		Source: c.Source, Kind: kind, Target: target, Body: body})
+	return err
+}
+
+// recordAck records the pickup reaction for a card routed to a Ticket.
+func (o *Orchestrator) recordAck(ctx context.Context, tx *db.Tx, c tickets.Card, ticketID int64) error {
+	target, err := o.reactionTarget(ctx, tx, c)
+	if err != nil {
+		return err
+	}
+	emoji := "eyes"
+	if c.Source == tickets.SourceFeishu {
+		emoji = feishu.EmojiOnIt
+	}
+	return o.record(ctx, tx, "ack:card:"+itoa(c.ID), KindReaction, c, ticketID, target, emoji)
+}
+
+// deliver sends the pending intents: each is claimed in its own statement
+// before the call, so a retry after a crash never sends one twice.
+func (o *Orchestrator) deliver(ctx context.Context) {
+	if o.deps.Acks == nil {
+		return
+	}
+	pending, err := o.deps.Tickets.PendingIntents(ctx, o.deps.DB, 100)
+	if err != nil {
+		o.cfg.Logger.Error("listing outgoing messages", "error", err)
+		return
+	}
+	for _, p := range pending {
+		won, err := o.deps.Tickets.ClaimIntent(ctx, o.deps.DB, p.ID)
+		if err != nil || !won {
+			continue
+		}
+		var card tickets.Card
+		if p.CardID != 0 {
+			if card, err = o.deps.Tickets.Card(ctx, o.deps.DB, p.CardID); err != nil {
+				o.cfg.Logger.Error("reading the card of an outgoing message", "error", err)
+			}
+		}
+		sendErr := o.deps.Acks.Send(ctx, p, card)
+		if sendErr != nil {
+			o.cfg.Logger.Error("sending an outgoing message", "key", p.Key, "error", sendErr)
+		}
+		if err := o.deps.Tickets.FinishIntent(context.WithoutCancel(ctx), o.deps.DB, p.ID, sendErr); err != nil {
+			o.cfg.Logger.Error("recording an outgoing message", "key", p.Key, "error", err)
+		}
+	}
+}

@@ -1,0 +1,185 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// Config tunes the main Session. The zero value of each field is its
+// documented default.
+type Config struct {
+	// Debounce is how long a turn waits after the first item that calls for
+	// it, so a burst becomes one batch. Default 2 s; at most MaxDelay.
+	Debounce time.Duration
+	// MaxDelay caps Debounce. Default 10 s.
+	MaxDelay time.Duration
+	// MaxCandidates is the number of candidates appended to the Session at
+	// once; more wait for the next batch of the same turn. Default 30.
+	MaxCandidates int
+	// TurnTimeout bounds one turn job; the lease outlives it by a minute.
+	// Default 10 minutes.
+	TurnTimeout time.Duration
+	// Gate says who may start work and who may save prompts.
+	Gate Gate
+	// BotLogin is how people address the bot in GitHub comments
+	// ("superagent" for "@superagent pause"). Default "superagent".
+	BotLogin string
+	// Environment is the deployment-wide Environment section of the main
+	// Session's prompt.
+	Environment []promptparts.Var
+	// Registerer receives the metrics. Default: none.
+	Registerer prometheus.Registerer
+	// Logger receives turn errors. Default: discarded.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Deps are the components the main Session uses.
+type Deps struct {
+	DB *db.DB
+	// Queue enqueues turns and Executor jobs; register the workers with
+	// Register before its Init.
+	Queue   *queue.Queue
+	Tickets *tickets.Store
+	// Sessions runs the main Session; build it with PromptSource as its
+	// prompt source and the router model.
+	Sessions *session.Runtime
+	Prompts  *promptparts.Service
+	// Acks sends acknowledgements. Default: none are sent (they stay
+	// recorded as pending intents).
+	Acks Acknowledger
+}
+
+// Orchestrator runs the main Session's turns.
+type Orchestrator struct {
+	cfg     Config
+	deps    Deps
+	metrics *metrics
+}
+
+// New returns an Orchestrator.
+func New(cfg Config, deps Deps) (*Orchestrator, error) {
+	if cfg.MaxDelay <= 0 {
+		cfg.MaxDelay = 10 * time.Second
+	}
+	if cfg.Debounce <= 0 {
+		cfg.Debounce = 2 * time.Second
+	}
+	cfg.Debounce = min(cfg.Debounce, cfg.MaxDelay)
+	if cfg.MaxCandidates <= 0 {
+		cfg.MaxCandidates = 30
+	}
+	if cfg.TurnTimeout <= 0 {
+		cfg.TurnTimeout = 10 * time.Minute
+	}
+	if cfg.BotLogin == "" {
+		cfg.BotLogin = "superagent"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	var problems []error
+	if deps.DB == nil {
+		problems = append(problems, errors.New("Deps.DB is required"))
+	}
+	if deps.Tickets == nil {
+		problems = append(problems, errors.New("Deps.Tickets is required"))
+	}
+	if deps.Sessions == nil {
+		problems = append(problems, errors.New("Deps.Sessions is required"))
+	}
+	if deps.Prompts == nil {
+		problems = append(problems, errors.New("Deps.Prompts is required"))
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("configuring the orchestrator: %w", errors.Join(problems...))
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Orchestrator{cfg: cfg, deps: deps, metrics: m}, nil
+}
+
+// PromptSource assembles the main Session's system prompt from the latest
+// revision for every model request, with the deployment-wide environment.
+func PromptSource(p *promptparts.Service, env []promptparts.Var) session.PromptSource {
+	return session.PromptFunc(func(ctx context.Context, _ *session.Session) (string, int64, error) {
+		return p.Assemble(ctx, promptparts.Input{Role: promptparts.RoleMain, Environment: env})
+	})
+}
+
+// Register adds the turn worker and the Executor placeholder to q.
+func (o *Orchestrator) Register(q *queue.Queue) {
+	queue.AddWorker(q, &RouteWorker{o: o})
+	queue.AddWorker(q, &ExecutePlaceholder{logger: o.cfg.Logger})
+}
+
+var _ tickets.Hook = (*Orchestrator)(nil)
+
+// CardAdmitted is the tickets.Hook ingestion calls inside the transaction
+// that stores each card: a person's pause, resume or accept command is
+// applied at once, and a candidate or follow-up schedules a turn.
+func (o *Orchestrator) CardAdmitted(ctx context.Context, tx *db.Tx, c tickets.Card) error {
+	if err := o.applyCommand(ctx, tx, c); err != nil {
+		return err
+	}
+	if c.State != tickets.CardCandidate && c.State != tickets.CardFollowUp {
+		return nil
+	}
+	return o.ScheduleTurn(ctx, tx)
+}
+
+// ScheduleTurn enqueues a turn inside tx, Debounce from now, unless one is
+// already waiting or running: then that turn picks up what tx adds. Call it
+// whenever a Report, hand-back or notice is stored.
+func (o *Orchestrator) ScheduleTurn(ctx context.Context, tx *db.Tx) error {
+	if o.deps.Queue == nil {
+		return nil
+	}
+	_, err := o.deps.Queue.InsertTx(ctx, tx, RouteArgs{}, &river.InsertOpts{
+		ScheduledAt: o.cfg.Now().Add(o.cfg.Debounce),
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+			rivertype.JobStateScheduled, rivertype.JobStateRetryable,
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("scheduling a main Session turn: %w", err)
+	}
+	return nil
+}
+
+// enqueueExecutor starts (or keeps) the Ticket's one Executor job in tx.
+func (o *Orchestrator) enqueueExecutor(ctx context.Context, tx *db.Tx, ticketID int64) error {
+	if o.deps.Queue == nil {
+		return nil
+	}
+	_, err := o.deps.Queue.InsertTx(ctx, tx, ExecuteArgs{TicketID: ticketID}, &river.InsertOpts{
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+			rivertype.JobStateScheduled, rivertype.JobStateRetryable,
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("enqueueing the executor of ticket %d: %w", ticketID, err)
+	}
+	return nil
+}

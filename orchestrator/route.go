@@ -1,0 +1,288 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/policy"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// Decision is one routing decision of orchestrator_route.
+type Decision struct {
+	Candidate int64    `json:"candidate"`
+	Action    string   `json:"action"`
+	Ticket    int64    `json:"ticket,omitempty"`
+	Reference string   `json:"reference,omitempty"`
+	Title     string   `json:"title,omitempty"`
+	Repo      string   `json:"repo,omitempty"`
+	Rules     []string `json:"rules,omitempty"`
+	Note      string   `json:"note,omitempty"`
+}
+
+// refusal is a decision the host refuses; the model reads its reason.
+type refusal struct{ reason string }
+
+func (r *refusal) Error() string { return r.reason }
+
+func refuse(format string, args ...any) error { return &refusal{reason: fmt.Sprintf(format, args...)} }
+
+// route applies decisions one by one, each in its own transaction, and
+// returns one line per decision. The acknowledgements are sent after.
+func (o *Orchestrator) route(ctx context.Context, call session.Call) (string, error) {
+	var args struct {
+		Decisions []Decision `json:"decisions"`
+	}
+	if err := call.Bind(&args); err != nil {
+		return "", err
+	}
+	pol, err := o.policy(ctx)
+	if err != nil {
+		return "", err
+	}
+	lines := make([]string, 0, len(args.Decisions))
+	for i, d := range args.Decisions {
+		result, err := o.decide(ctx, d, pol)
+		var r *refusal
+		switch {
+		case errors.As(err, &r):
+			result = "refused: " + r.reason
+		case err != nil:
+			return "", fmt.Errorf("decision %d (candidate %d): %w", i+1, d.Candidate, err)
+		}
+		lines = append(lines, fmt.Sprintf("%d. candidate %d: %s", i+1, d.Candidate, result))
+	}
+	o.deliver(ctx)
+	return strings.Join(lines, "\n"), nil
+}
+
+func (o *Orchestrator) policy(ctx context.Context) (policy.Policy, error) {
+	settings, _, err := o.deps.Prompts.Current(ctx)
+	if err != nil {
+		return policy.Policy{}, fmt.Errorf("reading the policy: %w", err)
+	}
+	return settings.Policy, nil
+}
+
+// decide applies one decision in one transaction: the Ticket, its Mandate,
+// its subscription to the card's Thread, the card's state and note, the
+// Executor job and the acknowledgement intent all commit together or not
+// at all. A decision already applied (a retry after a crash, or the model
+// repeating itself) answers ok again and changes nothing.
+func (o *Orchestrator) decide(ctx context.Context, d Decision, pol policy.Policy) (string, error) {
+	if err := RoutingNote(d.Note); err != nil {
+		return "", refuse("%s", err)
+	}
+	var result string
+	err := o.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+		st := o.deps.Tickets
+		c, err := st.Card(ctx, tx, d.Candidate)
+		if errors.Is(err, tickets.ErrNotFound) {
+			return refuse("there is no card %d", d.Candidate)
+		}
+		if err != nil {
+			return err
+		}
+		if c.State != tickets.CardCandidate {
+			if done, ok := already(c, d); ok {
+				result = done
+				return nil
+			}
+			return refuse("card %d is not waiting to be routed (it is %s)", c.ID, c.State)
+		}
+		switch d.Action {
+		case "ignore":
+			if err := st.SetCardState(ctx, tx, c.ID, tickets.CardIgnored, 0); err != nil {
+				return err
+			}
+			result = "ok (ignored)"
+			return st.SetRoutingNote(ctx, tx, c.ID, d.Note)
+		case "new":
+			result, err = o.newTicket(ctx, tx, c, d, pol)
+			return err
+		case "attach":
+			result, err = o.attach(ctx, tx, c, d)
+			return err
+		}
+		return refuse("unknown action %q", d.Action)
+	})
+	return result, err
+}
+
+// already recognises a decision that was applied before.
+func already(c tickets.Card, d Decision) (string, bool) {
+	switch {
+	case d.Action == "ignore" && c.State == tickets.CardIgnored:
+		return "ok (already ignored)", true
+	case d.Action == "attach" && c.State == tickets.CardRouted && c.TicketID == d.Ticket:
+		return fmt.Sprintf("ok (already attached to ticket %d)", c.TicketID), true
+	case d.Action == "new" && c.State == tickets.CardRouted && c.TicketID != 0:
+		return fmt.Sprintf("ok (already ticket %d)", c.TicketID), true
+	}
+	return "", false
+}
+
+// defaultActions is what a new Ticket may do in its repositories.
+var defaultActions = []string{"reply", "branch", "pull_request"}
+
+func (o *Orchestrator) newTicket(ctx context.Context, tx *db.Tx, c tickets.Card, d Decision, pol policy.Policy) (string, error) {
+	st := o.deps.Tickets
+	title := oneLine(d.Title)
+	if title == "" {
+		return "", refuse("a new Ticket needs a title")
+	}
+	t := tickets.Ticket{Title: title, SourceCardID: c.ID, Rules: d.Rules, Origin: tickets.OriginExplicit,
+		Mandate: tickets.Mandate{Source: c.Source, Rules: d.Rules, Actions: defaultActions}}
+	explicitErr := o.cfg.Gate.ExplicitNew(c)
+	switch {
+	case len(d.Rules) == 0 && explicitErr != nil:
+		return "", refuse("%s", explicitErr)
+	case len(d.Rules) == 0 && !pol.ExplicitRequestExemption && len(pol.Enabled()) > 0:
+		return "", refuse("the explicit-request exemption is off: name the enabled policy rule that admits this request")
+	case explicitErr == nil:
+		for _, id := range d.Rules {
+			if r, ok := pol.Rule(id); !ok || !r.Enabled {
+				return "", refuse("policy rule %q is not enabled", id)
+			}
+		}
+	default:
+		proposal, err := InferredNew(pol, d.Rules)
+		if err != nil {
+			return "", refuse("%s", err)
+		}
+		t.Origin, t.Proposal = tickets.OriginInferred, proposal
+		if proposal {
+			t.State = tickets.TicketWaiting
+		}
+	}
+	if t.Origin == tickets.OriginExplicit {
+		author := c.Author
+		t.Mandate.RequestedBy = &author
+	}
+	repo := strings.TrimSpace(d.Repo)
+	if repo == "" && c.Source == tickets.SourceGitHub {
+		repo = c.Thread.Repo
+	}
+	if repo != "" {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM github_repositories WHERE full_name = $1 AND active`, repo).Scan(&n); err != nil {
+			return "", fmt.Errorf("checking repository %s: %w", repo, err)
+		}
+		if n == 0 {
+			return "", refuse("the GitHub App is not installed on %s", repo)
+		}
+		t.Repo, t.Mandate.Repos = repo, []string{repo}
+	}
+	created, err := st.CreateTicket(ctx, tx, t)
+	if err != nil {
+		return "", err
+	}
+	if err := o.place(ctx, tx, c, created, d.Note); err != nil {
+		return "", err
+	}
+	if created.Proposal {
+		target, err := o.messageTarget(ctx, tx, c)
+		if err != nil {
+			return "", err
+		}
+		text := fmt.Sprintf("Proposed work: %s (policy rules: %s). Nothing starts until a person accepts: reply \"@%s accept\".",
+			title, strings.Join(d.Rules, ", "), o.cfg.BotLogin)
+		if err := o.record(ctx, tx, "proposal:ticket:"+itoa(created.ID), KindComment, c, created.ID, target, text); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("ok (ticket %d proposed; it waits for a person to accept it)", created.ID), nil
+	}
+	return fmt.Sprintf("ok (ticket %d created)", created.ID), nil
+}
+
+// place subscribes the Ticket to the card's Thread, routes the card to it,
+// wakes its Executor (unless paused or proposed) and records the pickup
+// acknowledgement.
+func (o *Orchestrator) place(ctx context.Context, tx *db.Tx, c tickets.Card, t tickets.Ticket, note string) error {
+	st := o.deps.Tickets
+	if err := st.Subscribe(ctx, tx, t.ID, c.Thread.ID); err != nil {
+		return err
+	}
+	if err := st.SetCardState(ctx, tx, c.ID, tickets.CardRouted, t.ID); err != nil {
+		return err
+	}
+	if err := st.SetRoutingNote(ctx, tx, c.ID, note); err != nil {
+		return err
+	}
+	if t.Pause == nil && !t.Proposal {
+		if err := o.enqueueExecutor(ctx, tx, t.ID); err != nil {
+			return err
+		}
+	}
+	return o.recordAck(ctx, tx, c, t.ID)
+}
+
+func (o *Orchestrator) attach(ctx context.Context, tx *db.Tx, c tickets.Card, d Decision) (string, error) {
+	st := o.deps.Tickets
+	if d.Ticket == 0 {
+		return "", refuse("attach needs a ticket")
+	}
+	t, err := st.Ticket(ctx, tx, d.Ticket)
+	if errors.Is(err, tickets.ErrNotFound) {
+		return "", refuse("there is no ticket %d", d.Ticket)
+	}
+	if err != nil {
+		return "", err
+	}
+	facts, err := o.facts(ctx, tx, t)
+	if err != nil {
+		return "", err
+	}
+	if err := Attach(c, d.Reference, facts); err != nil {
+		return "", refuse("%s", err)
+	}
+	if err := o.place(ctx, tx, c, t, d.Note); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("ok (attached to ticket %d)", t.ID), nil
+}
+
+// facts gathers what the attach check knows of a Ticket.
+func (o *Orchestrator) facts(ctx context.Context, q db.Querier, t tickets.Ticket) (TicketFacts, error) {
+	st := o.deps.Tickets
+	threads, err := st.TicketThreads(ctx, q, t.ID)
+	if err != nil {
+		return TicketFacts{}, err
+	}
+	f := TicketFacts{Ticket: t, Threads: threads}
+	if t.SourceCardID != 0 {
+		src, err := st.Card(ctx, q, t.SourceCardID)
+		if err != nil {
+			return TicketFacts{}, err
+		}
+		if src.Source == tickets.SourceFeishu {
+			id, err := o.feishuMessageID(ctx, q, src)
+			if err != nil {
+				return TicketFacts{}, err
+			}
+			if id != "" {
+				f.Messages = append(f.Messages, "feishu:message/"+id)
+			}
+		}
+	}
+	sent, err := st.Outgoings(ctx, q, t.ID)
+	if err != nil {
+		return TicketFacts{}, err
+	}
+	for _, m := range sent {
+		if strings.HasPrefix(m.Target, "feishu:message/") {
+			f.Messages = append(f.Messages, m.Target)
+		}
+	}
+	if t.Branch != "" {
+		if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM tickets WHERE repo = $1 AND branch = $2 AND state NOT IN ('done', 'cancelled')`,
+			t.Repo, t.Branch).Scan(&f.BranchTickets); err != nil {
+			return TicketFacts{}, fmt.Errorf("counting tickets on %s@%s: %w", t.Repo, t.Branch, err)
+		}
+	}
+	return f, nil
+}

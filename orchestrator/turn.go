@@ -1,0 +1,260 @@
+package orchestrator
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// ErrLeaseHeld is returned by Turn while another turn holds the lease.
+var ErrLeaseHeld = errors.New("another turn of the main Session is running")
+
+// errMoreWaiting tells the worker that items arrived after the turn's last
+// look, so it runs again.
+var errMoreWaiting = errors.New("more items wait for the main Session")
+
+// TurnResult says what one turn did.
+type TurnResult struct {
+	// SessionID is the main Session now (a successor after a rollover).
+	SessionID int64
+	// Batches is the number of times items were appended and the Session
+	// ran; Candidates the candidates offered; Steps the model requests.
+	Batches, Candidates, Steps int
+}
+
+// Turn runs the main Session until nothing waits: it appends the waiting
+// candidates (at most MaxCandidates at a time), Reports and follow-up
+// notices, runs the Session, and repeats. holder names the caller for the
+// lease; a turn that died and runs again under the same holder takes its
+// lease back. Items are marked offered in the transaction that appends
+// them, so a turn cut short never appends them twice, and the Session
+// resumes where it stopped.
+func (o *Orchestrator) Turn(ctx context.Context, holder string) (TurnResult, error) {
+	started := o.cfg.Now()
+	res, err := o.turn(ctx, holder)
+	outcome := "done"
+	switch {
+	case errors.Is(err, ErrLeaseHeld):
+		outcome = "lease_held"
+	case err != nil && !errors.Is(err, errMoreWaiting):
+		outcome = "error"
+		o.cfg.Logger.Error("main Session turn failed", "error", err)
+	}
+	o.metrics.turns.WithLabelValues(outcome).Inc()
+	if outcome != "lease_held" {
+		o.metrics.latency.Observe(o.cfg.Now().Sub(started).Seconds())
+	}
+	return res, err
+}
+
+func (o *Orchestrator) turn(ctx context.Context, holder string) (TurnResult, error) {
+	var res TurnResult
+	ok, err := o.acquire(ctx, holder)
+	if err != nil {
+		return res, err
+	}
+	if !ok {
+		return res, ErrLeaseHeld
+	}
+	defer o.release(context.WithoutCancel(ctx), holder)
+	sid, err := o.mainSession(ctx)
+	if err != nil {
+		return res, err
+	}
+	tools, err := o.registry()
+	if err != nil {
+		return res, err
+	}
+	for {
+		offered, candidates, err := o.offer(ctx, sid)
+		if err != nil {
+			return res, err
+		}
+		s, err := o.deps.Sessions.Store().Latest(ctx, o.deps.DB, sid)
+		if err != nil {
+			return res, fmt.Errorf("reading the main Session: %w", err)
+		}
+		if !offered && s.State != session.StateActive {
+			break
+		}
+		out, err := o.deps.Sessions.Run(ctx, s.ID, tools, session.RunOptions{})
+		if err != nil {
+			return res, fmt.Errorf("running the main Session: %w", err)
+		}
+		res.Batches++
+		res.Candidates += candidates
+		res.Steps += out.Steps
+		if candidates > 0 {
+			o.metrics.candidates.Observe(float64(candidates) / float64(max(out.Steps, 1)))
+		}
+		sid = out.SessionID
+		if out.State != session.StateDone && out.State != session.StateActive {
+			// A limit stopped this Session: the next items start a fresh one.
+			if sid, err = o.replaceSession(ctx, sid); err != nil {
+				return res, err
+			}
+		} else if err := o.setSession(ctx, sid); err != nil {
+			return res, err
+		}
+		if !offered {
+			break
+		}
+	}
+	res.SessionID = sid
+	o.deliver(ctx)
+	n, err := o.deps.Tickets.Waiting(ctx, o.deps.DB)
+	if err != nil {
+		return res, err
+	}
+	if n > 0 {
+		return res, errMoreWaiting
+	}
+	return res, nil
+}
+
+const leaseName = "main"
+
+func (o *Orchestrator) acquire(ctx context.Context, holder string) (bool, error) {
+	now := o.cfg.Now().UTC()
+	if _, err := o.deps.DB.Exec(ctx, `INSERT INTO routing_state (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, leaseName); err != nil {
+		return false, fmt.Errorf("preparing the main Session lease: %w", err)
+	}
+	n, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET holder = $2, lease_until = $3
+WHERE name = $1 AND (holder = '' OR holder = $2 OR lease_until IS NULL OR lease_until < $4)`,
+		leaseName, holder, now.Add(o.cfg.TurnTimeout+time.Minute), now)
+	if err != nil {
+		return false, fmt.Errorf("taking the main Session lease: %w", err)
+	}
+	return n == 1, nil
+}
+
+func (o *Orchestrator) release(ctx context.Context, holder string) {
+	if _, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET holder = '', lease_until = NULL WHERE name = $1 AND holder = $2`, leaseName, holder); err != nil {
+		o.cfg.Logger.Error("releasing the main Session lease", "error", err)
+	}
+}
+
+// mainSession returns the deployment's main Session, creating it once.
+func (o *Orchestrator) mainSession(ctx context.Context) (int64, error) {
+	var id sql.NullInt64
+	if err := o.deps.DB.QueryRow(ctx, `SELECT main_session_id FROM routing_state WHERE name = $1`, leaseName).Scan(&id); err != nil {
+		return 0, fmt.Errorf("reading the main Session id: %w", err)
+	}
+	if id.Valid && id.Int64 != 0 {
+		return id.Int64, nil
+	}
+	return o.replaceSession(ctx, 0)
+}
+
+// replaceSession starts a new main Session and records it.
+func (o *Orchestrator) replaceSession(ctx context.Context, _ int64) (int64, error) {
+	var sid int64
+	err := o.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+		s, err := o.deps.Sessions.Create(ctx, tx, session.RoleMain, 0)
+		if err != nil {
+			return err
+		}
+		sid = s.ID
+		_, err = tx.Exec(ctx, `UPDATE routing_state SET main_session_id = $2 WHERE name = $1`, leaseName, sid)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("starting the main Session: %w", err)
+	}
+	return sid, nil
+}
+
+func (o *Orchestrator) setSession(ctx context.Context, sid int64) error {
+	if _, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET main_session_id = $2 WHERE name = $1`, leaseName, sid); err != nil {
+		return fmt.Errorf("recording the main Session: %w", err)
+	}
+	return nil
+}
+
+// offer appends what waits to the Session in one transaction and marks it
+// offered or delivered there. It reports whether anything was appended and
+// how many candidates.
+func (o *Orchestrator) offer(ctx context.Context, sid int64) (bool, int, error) {
+	var (
+		offered    bool
+		candidates int
+	)
+	err := o.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+		st := o.deps.Tickets
+		cards, err := st.OfferCandidates(ctx, tx, o.cfg.MaxCandidates)
+		if err != nil {
+			return err
+		}
+		reports, err := st.PendingReports(ctx, tx, 50)
+		if err != nil {
+			return err
+		}
+		notices, err := st.PendingNotices(ctx, tx, 50)
+		if err != nil {
+			return err
+		}
+		if len(cards)+len(reports)+len(notices) == 0 {
+			return nil
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "Waiting for you: %d candidate(s), %d report(s), %d follow-up notice(s). "+
+			"Decide every candidate with orchestrator_route, many decisions in one call.\n", len(cards), len(reports), len(notices))
+		for _, c := range cards {
+			b.WriteString("\n## Candidate\n")
+			b.WriteString(tickets.Render(c))
+			backs, err := st.HandBacks(ctx, tx, c.ID)
+			if err != nil {
+				return err
+			}
+			for _, h := range backs {
+				fmt.Fprintf(&b, "\nhanded back by ticket %d: %s", h.TicketID, oneLine(h.Reason))
+			}
+			b.WriteString("\n")
+		}
+		for _, r := range reports {
+			fmt.Fprintf(&b, "\n## Report %d from ticket %d\nstate: %s\nsummary: %s\n", r.ID, r.TicketID, r.State, oneLine(r.Summary))
+			if r.HumanAction != "" {
+				fmt.Fprintf(&b, "human_action (forward it unchanged with orchestrator_forward {\"report\": %d}): %s\n", r.ID, oneLine(r.HumanAction))
+			}
+		}
+		var noticeIDs, reportIDs []int64
+		for _, n := range notices {
+			c, err := st.Card(ctx, tx, n.CardID)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, "\n## Follow-up notice: card %d reached ticket %d's Executor (act on it only to stop work)\n%s\n", n.CardID, n.TicketID, tickets.Render(c))
+			noticeIDs = append(noticeIDs, n.ID)
+		}
+		for _, r := range reports {
+			reportIDs = append(reportIDs, r.ID)
+		}
+		if _, err := o.deps.Sessions.Append(ctx, tx, sid, b.String()); err != nil {
+			return err
+		}
+		if err := st.MarkReportsDelivered(ctx, tx, reportIDs); err != nil {
+			return err
+		}
+		if err := st.MarkNoticesDelivered(ctx, tx, noticeIDs); err != nil {
+			return err
+		}
+		offered, candidates = true, len(cards)
+		return nil
+	})
+	if err != nil {
+		return false, 0, fmt.Errorf("offering waiting items to the main Session: %w", err)
+	}
+	return offered, candidates, nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

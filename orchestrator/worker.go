@@ -1,0 +1,73 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/superagent-dev/superagent/internal/queue"
+)
+
+// RouteArgs is the main Session's turn job. It has no fields: with unique
+// insert options there is at most one waiting or running across processes.
+type RouteArgs struct{}
+
+// Kind names the job.
+func (RouteArgs) Kind() string { return "route_turn" }
+
+// InsertOpts puts turns on the routing queue.
+func (RouteArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue.Routing} }
+
+// RouteWorker runs turns.
+type RouteWorker struct {
+	river.WorkerDefaults[RouteArgs]
+	o *Orchestrator
+}
+
+// Timeout bounds one turn.
+func (w *RouteWorker) Timeout(*river.Job[RouteArgs]) time.Duration { return w.o.cfg.TurnTimeout }
+
+// Work runs one turn under the lease. A job rescued after its process died
+// keeps its id, so it takes its own lease back at once; another turn
+// snoozes until the lease is free.
+func (w *RouteWorker) Work(ctx context.Context, job *river.Job[RouteArgs]) error {
+	_, err := w.o.Turn(ctx, "job:"+strconv.FormatInt(job.ID, 10))
+	switch {
+	case errors.Is(err, ErrLeaseHeld):
+		return river.JobSnooze(w.o.cfg.Debounce)
+	case errors.Is(err, errMoreWaiting):
+		// Something arrived after the turn's last look: run again.
+		return river.JobSnooze(w.o.cfg.Debounce)
+	}
+	return err
+}
+
+// ExecuteArgs is a Ticket's Executor job, one per Ticket at a time.
+type ExecuteArgs struct {
+	TicketID int64 `json:"ticket_id"`
+}
+
+// Kind names the job.
+func (ExecuteArgs) Kind() string { return "execute_ticket" }
+
+// InsertOpts puts Executors on the execution queue.
+func (ExecuteArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue.Execution} }
+
+// ExecutePlaceholder stands in for the Executor until the executor package
+// exists: it only logs that the Ticket's Executor would run now. It is the
+// entry point the next issue replaces with the real worker for
+// ExecuteArgs (register that instead of this one).
+type ExecutePlaceholder struct {
+	river.WorkerDefaults[ExecuteArgs]
+	logger *slog.Logger
+}
+
+// Work logs the Ticket and completes.
+func (w *ExecutePlaceholder) Work(_ context.Context, job *river.Job[ExecuteArgs]) error {
+	w.logger.Info("executor would run now (not implemented yet)", "ticket", job.Args.TicketID, "job", job.ID)
+	return nil
+}
