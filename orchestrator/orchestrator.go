@@ -183,3 +183,23 @@ func (o *Orchestrator) enqueueExecutor(ctx context.Context, tx *db.Tx, ticketID 
 	}
 	return nil
 }
+
+// Report stores an Executor's Report and schedules a turn in tx, so the
+// main Session reads it.
+func (o *Orchestrator) Report(ctx context.Context, tx *db.Tx, r tickets.Report) (tickets.Report, error) {
+	r, err := o.deps.Tickets.AddReport(ctx, tx, r)
+	if err != nil {
+		return tickets.Report{}, err
+	}
+	return r, o.ScheduleTurn(ctx, tx)
+}
+
+// HandBack stores an Executor's hand-back in tx; when it was the card's
+// last owner, the card is a candidate again and a turn is scheduled.
+func (o *Orchestrator) HandBack(ctx context.Context, tx *db.Tx, h tickets.HandBack) (bool, error) {
+	back, err := o.deps.Tickets.AddHandBack(ctx, tx, h)
+	if err != nil || !back {
+		return back, err
+	}
+	return true, o.ScheduleTurn(ctx, tx)
+}

@@ -17,10 +17,6 @@ import (
 // ErrLeaseHeld is returned by Turn while another turn holds the lease.
 var ErrLeaseHeld = errors.New("another turn of the main Session is running")
 
-// errMoreWaiting tells the worker that items arrived after the turn's last
-// look, so it runs again.
-var errMoreWaiting = errors.New("more items wait for the main Session")
-
 // TurnResult says what one turn did.
 type TurnResult struct {
 	// SessionID is the main Session now (a successor after a rollover).
@@ -28,6 +24,9 @@ type TurnResult struct {
 	// Batches is the number of times items were appended and the Session
 	// ran; Candidates the candidates offered; Steps the model requests.
 	Batches, Candidates, Steps int
+	// More is true when items arrived after the turn's last look: the
+	// caller runs another turn.
+	More bool
 }
 
 // Turn runs the main Session until nothing waits: it appends the waiting
@@ -44,7 +43,7 @@ func (o *Orchestrator) Turn(ctx context.Context, holder string) (TurnResult, err
 	switch {
 	case errors.Is(err, ErrLeaseHeld):
 		outcome = "lease_held"
-	case err != nil && !errors.Is(err, errMoreWaiting):
+	case err != nil:
 		outcome = "error"
 		o.cfg.Logger.Error("main Session turn failed", "error", err)
 	}
@@ -114,9 +113,7 @@ func (o *Orchestrator) turn(ctx context.Context, holder string) (TurnResult, err
 	if err != nil {
 		return res, err
 	}
-	if n > 0 {
-		return res, errMoreWaiting
-	}
+	res.More = n > 0
 	return res, nil
 }
 

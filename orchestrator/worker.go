@@ -35,12 +35,13 @@ func (w *RouteWorker) Timeout(*river.Job[RouteArgs]) time.Duration { return w.o.
 // keeps its id, so it takes its own lease back at once; another turn
 // snoozes until the lease is free.
 func (w *RouteWorker) Work(ctx context.Context, job *river.Job[RouteArgs]) error {
-	_, err := w.o.Turn(ctx, "job:"+strconv.FormatInt(job.ID, 10))
+	res, err := w.o.Turn(ctx, "job:"+strconv.FormatInt(job.ID, 10))
 	switch {
 	case errors.Is(err, ErrLeaseHeld):
 		return river.JobSnooze(w.o.cfg.Debounce)
-	case errors.Is(err, errMoreWaiting):
-		// Something arrived after the turn's last look: run again.
+	case err == nil && res.More:
+		// Something arrived after the turn's last look, while this job
+		// still ran and so absorbed its insert: run again.
 		return river.JobSnooze(w.o.cfg.Debounce)
 	}
 	return err

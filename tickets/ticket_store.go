@@ -403,3 +403,20 @@ func (s *Store) Waiting(ctx context.Context, q db.Querier) (int, error) {
 	}
 	return n, nil
 }
+
+// StopCheck returns the check an Executor Session consults at every step
+// (session.RunOptions.StopCheck): a paused or ended Ticket stops it.
+func (s *Store) StopCheck(q db.Querier, ticketID int64) func(ctx context.Context) (bool, string) {
+	return func(ctx context.Context) (bool, string) {
+		t, err := s.Ticket(ctx, q, ticketID)
+		switch {
+		case err != nil:
+			return false, ""
+		case t.Pause != nil:
+			return true, "paused by " + t.Pause.By
+		case t.State == TicketDone || t.State == TicketCancelled:
+			return true, "ticket " + t.State
+		}
+		return false, ""
+	}
+}

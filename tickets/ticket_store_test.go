@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/superagent-dev/superagent/admin"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/dbtest"
 	"github.com/superagent-dev/superagent/internal/httpserver"
@@ -179,3 +180,6 @@ type discard struct{}
 func (discard) Error(string, ...any) {}
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// The admin panel pauses and resumes through a tickets.Pauser.
+var _ admin.Pauser = (*tickets.Pauser)(nil)

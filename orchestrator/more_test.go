@@ -1,0 +1,180 @@
+package orchestrator_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/dbtest"
+	fakefeishu "github.com/superagent-dev/superagent/internal/testfake/feishu"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
+	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/policy"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+func TestProposeModeWaitsForAPerson(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d, nil)
+		_, rev, err := e.prompts.Current(ctx)
+		require.NoError(t, err)
+		admin := e.admit(t, request(20, "switch to propose mode with a CI rule"))
+		other := e.admit(t, card{number: 20, login: "bob", permission: "admin", addressed: true, text: "@superagent switch to auto mode"})
+		save := func(id string, req int64, mode string) fakeopenai.ToolCall {
+			return fakeopenai.Call(id, orchestrator.ToolPromptsSave, fmt.Sprintf(`{"request": %d, "base_revision": %d, "note": "asked in chat",
+"policy": {"mode": %q, "rules": [{"id": "ci", "name": "CI", "instruction": "Fix a red CI run on main.", "enabled": true}]}}`, req, rev, mode))
+		}
+		e.model.Push(
+			fakeopenai.Calls(save("by-bob", other.ID, "auto"), save("by-alice", admin.ID, "propose")),
+			fakeopenai.Calls(route("done", orchestrator.Decision{Candidate: admin.ID, Action: "ignore"}, orchestrator.Decision{Candidate: other.ID, Action: "ignore"})),
+			fakeopenai.Text("Saved."))
+		e.turn(t)
+		require.Equal(t, fmt.Sprintf("refused: the author of card %d is not an admin", other.ID), e.toolResult(t, "by-bob"))
+		require.Contains(t, e.toolResult(t, "by-alice"), `"revision"`)
+		settings, _, err := e.prompts.Current(ctx)
+		require.NoError(t, err)
+		require.Equal(t, policy.Propose, settings.Policy.Mode)
+
+		ci := e.admit(t, card{number: 21, login: "github-actions[bot]", bot: true, kind: "check_failure", text: "test failed on main"})
+		e.model.Push(fakeopenai.Calls(route("infer",
+			orchestrator.Decision{Candidate: ci.ID, Action: "new", Title: "Fix CI", Rules: []string{"ci"}},
+		)), fakeopenai.Text("ok"))
+		e.turn(t)
+		tk, err := e.store.TicketBySourceCard(ctx, d, ci.ID)
+		require.NoError(t, err)
+		require.Contains(t, e.toolResult(t, "infer"), fmt.Sprintf("ok (ticket %d proposed", tk.ID))
+		require.True(t, tk.Proposal)
+		require.Equal(t, tickets.OriginInferred, tk.Origin)
+		require.Equal(t, []string{"ci"}, tk.Mandate.Rules)
+		require.Zero(t, e.jobs(t, "execute_ticket"), "a proposal starts no work")
+		comments := e.gh.Comments()
+		require.Len(t, comments, 1)
+		require.Equal(t, 21, comments[0].Number)
+		require.True(t, strings.HasPrefix(comments[0].Body, orchestrator.DefaultAgentLine+"\n\n"), comments[0].Body)
+
+		e.admit(t, card{number: 21, login: "reviewbot[bot]", bot: true, addressed: true, text: "@superagent accept"})
+		got, err := e.store.Ticket(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.True(t, got.Proposal, "a bot cannot accept")
+		e.admit(t, card{number: 21, login: "alice", permission: "write", addressed: true, text: "@superagent accept"})
+		got, err = e.store.Ticket(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.False(t, got.Proposal)
+		require.Equal(t, tickets.TicketOpen, got.State)
+		require.Equal(t, 1, e.jobs(t, "execute_ticket"))
+	})
+}
+
+func TestForwardAsksTheQuestionUnchanged(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d, nil)
+		c := e.admit(t, request(30, "cache the sessions"))
+		e.model.Push(fakeopenai.Calls(route("new", orchestrator.Decision{Candidate: c.ID, Action: "new", Title: "Session cache"})), fakeopenai.Text("ok"))
+		e.turn(t)
+		tk, err := e.store.TicketBySourceCard(ctx, d, c.ID)
+		require.NoError(t, err)
+		question := "Should the cache be per user or global? *Per user* costs 2x memory."
+		var r tickets.Report
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
+			r, err = e.o.Report(ctx, tx, tickets.Report{TicketID: tk.ID, State: tickets.ReportWaiting, Summary: "cache designed", HumanAction: question})
+			return err
+		}))
+		require.Equal(t, 1, e.jobs(t, "route_turn"), "a Report schedules a turn")
+		e.model.Push(fakeopenai.Calls(fakeopenai.Call("fwd", orchestrator.ToolForward, fmt.Sprintf(`{"report": %d}`, r.ID))), fakeopenai.Text("ok"))
+		e.turn(t)
+		require.Equal(t, "ok (question forwarded)", e.toolResult(t, "fwd"))
+		require.Contains(t, e.model.Requests()[2].LastMessage().Content, question, "the Report reached the main Session")
+		comments := e.gh.Comments()
+		require.Len(t, comments, 1)
+		require.Equal(t, orchestrator.DefaultAgentLine+"\n\n"+question, comments[0].Body)
+		log, err := e.store.Outgoings(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.Len(t, log, 2, "the acknowledgement and the question are logged")
+	})
+}
+
+func TestFeishuRequestAcknowledgedAndPausedByButton(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d, nil)
+		body, err := os.ReadFile("../internal/feishu/testdata/im.message.receive_v1.group_mention.json")
+		require.NoError(t, err)
+		var ev struct {
+			Event struct {
+				Message struct {
+					ID string `json:"message_id"`
+				} `json:"message"`
+			} `json:"event"`
+		}
+		require.NoError(t, json.Unmarshal(body, &ev))
+		e.fs.AddMessage(fakefeishu.Message{ID: ev.Event.Message.ID, ChatID: "oc_team", MsgType: "text", Content: `{"text":"hello"}`})
+		var delivery int64
+		require.NoError(t, d.QueryRow(ctx, `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
+VALUES ('feishu', 'fs1', 'im.message.receive_v1', $1, $2, 'processed') RETURNING id`, body, time.Now().UTC()).Scan(&delivery))
+		admit := func(nc tickets.NewCard) tickets.Card {
+			var c tickets.Card
+			require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
+				c, err = e.store.Admit(ctx, tx, nc, 0, e.o)
+				return err
+			}))
+			return c
+		}
+		thread := tickets.Thread{Source: tickets.SourceFeishu, Key: "feishu:oc_team/om_root", Repo: "oc_team"}
+		c := admit(tickets.NewCard{DeliveryID: delivery, Source: tickets.SourceFeishu, Kind: "message", Thread: thread,
+			Author: tickets.Author{ID: "ou_member", Type: tickets.AuthorUser}, Addressed: true, AddressedWhy: "mention", Text: "@_user_1 please fix the login page"})
+		e.model.Push(fakeopenai.Calls(route("new", orchestrator.Decision{Candidate: c.ID, Action: "new", Title: "Login page", Repo: "octo/repo"})), fakeopenai.Text("ok"))
+		e.turn(t)
+		require.Contains(t, e.toolResult(t, "new"), "ok (ticket")
+		reactions := e.fs.Reactions()
+		require.Len(t, reactions, 1)
+		require.Equal(t, ev.Event.Message.ID, reactions[0].MessageID)
+		require.Equal(t, "OnIt", reactions[0].EmojiType)
+		tk, err := e.store.TicketBySourceCard(ctx, d, c.ID)
+		require.NoError(t, err)
+		require.Equal(t, []string{"octo/repo"}, tk.Mandate.Repos)
+		require.Equal(t, "ou_member", tk.Mandate.RequestedBy.ID)
+
+		// A button on the bot's status card pauses the Ticket it names.
+		admit(tickets.NewCard{Source: tickets.SourceFeishu, Kind: "card_action",
+			Thread: tickets.Thread{Source: tickets.SourceFeishu, Key: "feishu:oc_team/om_card", Repo: "oc_team"},
+			Author: tickets.Author{ID: "ou_member", Type: tickets.AuthorUser}, Addressed: true, AddressedWhy: "card_action",
+			References: []tickets.Reference{{Ref: "feishu:message/om_card"}}, Text: fmt.Sprintf(`{"action":"pause","ticket":%d}`, tk.ID)})
+		got, err := e.store.Ticket(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.Equal(t, tickets.TicketPaused, got.State)
+		require.Equal(t, "feishu:ou_member", got.Pause.By)
+	})
+}
+
+func TestParseCommand(t *testing.T) {
+	tests := []struct {
+		name string
+		card tickets.Card
+		want orchestrator.Command
+		ok   bool
+	}{
+		{"mention then pause", tickets.Card{Addressed: true, Text: "@superagent pause this is wrong"}, orchestrator.Command{Name: "pause", Reason: "this is wrong"}, true},
+		{"resume with punctuation", tickets.Card{Addressed: true, Text: "@superagent Resume."}, orchestrator.Command{Name: "resume"}, true},
+		{"feishu mention key", tickets.Card{Addressed: true, Text: "@_user_1 accept"}, orchestrator.Command{Name: "accept"}, true},
+		{"not addressed", tickets.Card{Text: "@someone pause"}, orchestrator.Command{}, false},
+		{"other words first", tickets.Card{Addressed: true, Text: "@superagent please pause"}, orchestrator.Command{}, false},
+		{"button", tickets.Card{Addressed: true, Kind: "card_action", Text: `{"action":"resume","ticket":4}`}, orchestrator.Command{Name: "resume", TicketID: 4}, true},
+		{"other button", tickets.Card{Addressed: true, Kind: "card_action", Text: `{"action":"approve"}`}, orchestrator.Command{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := orchestrator.ParseCommand(tt.card)
+			require.Equal(t, tt.ok, ok)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
