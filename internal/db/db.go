@@ -63,6 +63,8 @@ type DB struct {
 	// SQL is a database/sql view of the same database, for libraries that
 	// want one (goose, River's SQLite driver). On SQLite it is the only handle.
 	SQL *sql.DB
+
+	checkpointer *checkpointer
 }
 
 var (
@@ -145,7 +147,10 @@ func sqliteDSN(rawURL string) (path, dsn string, err error) {
 	// queue on busy_timeout instead of failing with SQLITE_BUSY on upgrade.
 	query.Set("_txlock", "immediate")
 	query.Set("_time_format", "sqlite")
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(ON)"} {
+	// Checkpoints run on a connection of their own (see checkpointer), not
+	// inside whichever write happens to cross the WAL threshold: that write
+	// would wait for megabytes to be copied, and everything queued behind it.
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(ON)", "wal_autocheckpoint(0)"} {
 		query.Add("_pragma", p)
 	}
 	return path, "file:" + path + "?" + query.Encode(), nil
@@ -174,7 +179,12 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("opening SQLite database %s: %w", path, err)
 	}
-	return &DB{dialect: SQLite, sqlite: sqlDB, SQL: sqlDB}, nil
+	cp, err := startCheckpointer(dsn, path)
+	if err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
+	return &DB{dialect: SQLite, sqlite: sqlDB, SQL: sqlDB, checkpointer: cp}, nil
 }
 
 // Dialect reports which database family this is.
@@ -198,6 +208,7 @@ func (d *DB) Close() error {
 		d.pool.Close()
 		return err
 	}
+	d.checkpointer.stop()
 	return d.sqlite.Close()
 }
 
