@@ -53,6 +53,8 @@ func setup(t *testing.T, d *db.DB, mod func(*orchestrator.Config)) *env {
 	e := &env{d: d, model: fakeopenai.New(t), gh: fakegithub.New(t), fs: fakefeishu.New(t), store: tickets.New(tickets.Config{})}
 	t.Cleanup(e.fs.Close)
 	e.gh.ServeConversations()
+	// Unscripted requests (reminders) end the turn.
+	e.model.Fallback(fakeopenai.Text("No further decisions."))
 	var err error
 	e.prompts, err = promptparts.New(promptparts.Config{}, d)
 	require.NoError(t, err)

@@ -137,6 +137,9 @@ func TestExplicitRequestNeedsWritePermission(t *testing.T) {
 		require.Contains(t, result, "refused: card "+itoa(bot.ID)+" cannot start work: the author is a bot")
 		require.Zero(t, e.ticketCount(t))
 		require.Empty(t, e.gh.Reactions(), "nothing is acknowledged")
+		reqs := e.model.Requests()
+		require.Len(t, reqs, 3, "one reminder for the undecided candidates")
+		require.Contains(t, reqs[2].LastMessage().Content, fmt.Sprintf("still wait for a decision (new, attach or ignore) with orchestrator_route: cards %d, %d.", c.ID, bot.ID))
 	})
 }
 
@@ -240,3 +243,25 @@ func TestLeaseKeepsOneTurnAtATime(t *testing.T) {
 }
 
 func itoa(n int64) string { return fmt.Sprint(n) }
+
+func TestLeaseOfADeadTurnExpires(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d, nil)
+		e.admit(t, request(1, "x"))
+		_, err := d.Exec(ctx, `INSERT INTO routing_state (name, holder, lease_until) VALUES ('main', 'job:dead', $1)`, time.Now().UTC().Add(time.Hour))
+		require.NoError(t, err)
+		_, err = e.o.Turn(ctx, "job:new")
+		require.ErrorIs(t, err, orchestrator.ErrLeaseHeld, "a live lease holds")
+
+		_, err = d.Exec(ctx, `UPDATE routing_state SET lease_until = $1`, time.Now().UTC().Add(-time.Second))
+		require.NoError(t, err)
+		e.model.Push(fakeopenai.Text("nothing to route"))
+		res, err := e.o.Turn(ctx, "job:new")
+		require.NoError(t, err, "an expired lease is taken over")
+		require.Equal(t, 1, res.Candidates)
+		var holder string
+		require.NoError(t, d.QueryRow(ctx, `SELECT holder FROM routing_state`).Scan(&holder))
+		require.Empty(t, holder, "the lease is released after the turn")
+	})
+}

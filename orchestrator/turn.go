@@ -73,10 +73,11 @@ func (o *Orchestrator) turn(ctx context.Context, holder string) (TurnResult, err
 		return res, err
 	}
 	for {
-		offered, candidates, err := o.offer(ctx, sid)
+		offered, ids, err := o.offer(ctx, sid)
 		if err != nil {
 			return res, err
 		}
+		candidates := len(ids)
 		s, err := o.deps.Sessions.Store().Latest(ctx, o.deps.DB, sid)
 		if err != nil {
 			return res, fmt.Errorf("reading the main Session: %w", err)
@@ -87,6 +88,22 @@ func (o *Orchestrator) turn(ctx context.Context, holder string) (TurnResult, err
 		out, err := o.deps.Sessions.Run(ctx, s.ID, tools, session.RunOptions{})
 		if err != nil {
 			return res, fmt.Errorf("running the main Session: %w", err)
+		}
+		if out.State == session.StateDone && candidates > 0 {
+			// One reminder for candidates the turn ended without deciding;
+			// after it they stay waiting, visible in the panel.
+			again, err := o.remind(ctx, out.SessionID, ids)
+			if err != nil {
+				return res, err
+			}
+			if again {
+				more, err := o.deps.Sessions.Run(ctx, out.SessionID, tools, session.RunOptions{})
+				if err != nil {
+					return res, fmt.Errorf("running the main Session: %w", err)
+				}
+				more.Steps += out.Steps
+				out = more
+			}
 		}
 		res.Batches++
 		res.Candidates += candidates
@@ -146,7 +163,15 @@ func (o *Orchestrator) mainSession(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("reading the main Session id: %w", err)
 	}
 	if id.Valid && id.Int64 != 0 {
-		return id.Int64, nil
+		s, err := o.deps.Sessions.Store().Latest(ctx, o.deps.DB, id.Int64)
+		if err != nil {
+			return 0, fmt.Errorf("reading the main Session: %w", err)
+		}
+		// A Session a limit stopped (or the process died right after)
+		// takes no more input: the deployment continues in a fresh one.
+		if s.State != session.StateStopped && s.State != session.StateFailed {
+			return s.ID, nil
+		}
 	}
 	return o.replaceSession(ctx, 0)
 }
@@ -179,10 +204,10 @@ func (o *Orchestrator) setSession(ctx context.Context, sid int64) error {
 // offer appends what waits to the Session in one transaction and marks it
 // offered or delivered there. It reports whether anything was appended and
 // how many candidates.
-func (o *Orchestrator) offer(ctx context.Context, sid int64) (bool, int, error) {
+func (o *Orchestrator) offer(ctx context.Context, sid int64) (bool, []int64, error) {
 	var (
-		offered    bool
-		candidates int
+		offered bool
+		ids     []int64
 	)
 	err := o.deps.DB.InTx(ctx, func(tx *db.Tx) error {
 		st := o.deps.Tickets
@@ -243,13 +268,39 @@ func (o *Orchestrator) offer(ctx context.Context, sid int64) (bool, int, error) 
 		if err := st.MarkNoticesDelivered(ctx, tx, noticeIDs); err != nil {
 			return err
 		}
-		offered, candidates = true, len(cards)
+		offered = true
+		for _, c := range cards {
+			ids = append(ids, c.ID)
+		}
 		return nil
 	})
 	if err != nil {
-		return false, 0, fmt.Errorf("offering waiting items to the main Session: %w", err)
+		return false, nil, fmt.Errorf("offering waiting items to the main Session: %w", err)
 	}
-	return offered, candidates, nil
+	return offered, ids, nil
+}
+
+// remind appends a reminder naming the offered candidates that are still
+// undecided, and reports whether there were any.
+func (o *Orchestrator) remind(ctx context.Context, sid int64, ids []int64) (bool, error) {
+	var open []string
+	for _, id := range ids {
+		c, err := o.deps.Tickets.Card(ctx, o.deps.DB, id)
+		if err != nil {
+			return false, err
+		}
+		if c.State == tickets.CardCandidate {
+			open = append(open, itoa(id))
+		}
+	}
+	if len(open) == 0 {
+		return false, nil
+	}
+	text := "These candidates still wait for a decision (new, attach or ignore) with orchestrator_route: cards " + strings.Join(open, ", ") + "."
+	if _, err := o.deps.Sessions.Append(ctx, o.deps.DB, sid, text); err != nil {
+		return false, fmt.Errorf("reminding the main Session: %w", err)
+	}
+	return true, nil
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

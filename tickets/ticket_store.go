@@ -215,6 +215,27 @@ func (s *Store) SetTicketState(ctx context.Context, q db.Querier, id int64, stat
 	if _, err := q.Exec(ctx, "UPDATE tickets SET state = $2, updated_at = $3 WHERE id = $1", id, state, s.nowUTC()); err != nil {
 		return fmt.Errorf("moving ticket %d to %s: %w", id, state, err)
 	}
+	if state == TicketDone || state == TicketCancelled {
+		return s.releaseHeld(ctx, q, id)
+	}
+	return nil
+}
+
+// releaseHeld returns to the main Session the follow-up cards that an
+// ended Ticket was the last to hold after another owner handed them back.
+func (s *Store) releaseHeld(ctx context.Context, q db.Querier, ticketID int64) error {
+	_, err := q.Exec(ctx, `
+UPDATE cards SET state = 'candidate', ticket_id = NULL, offered_at = NULL
+WHERE state = 'follow_up'
+  AND id IN (SELECT card_id FROM follow_up_notices WHERE ticket_id = $1)
+  AND EXISTS (SELECT 1 FROM hand_backs h WHERE h.card_id = cards.id)
+  AND NOT EXISTS (
+    SELECT 1 FROM follow_up_notices n JOIN tickets t ON t.id = n.ticket_id
+    WHERE n.card_id = cards.id AND t.state NOT IN ('done', 'cancelled')
+      AND NOT EXISTS (SELECT 1 FROM hand_backs h WHERE h.card_id = n.card_id AND h.ticket_id = n.ticket_id))`, ticketID)
+	if err != nil {
+		return fmt.Errorf("returning cards held by ticket %d: %w", ticketID, err)
+	}
 	return nil
 }
 
@@ -361,8 +382,9 @@ func (s *Store) Cancel(ctx context.Context, q db.Querier, id int64) error {
 		if _, err := s.Ticket(ctx, q, id); err != nil {
 			return err
 		}
+		return nil
 	}
-	return nil
+	return s.releaseHeld(ctx, q, id)
 }
 
 // SetRoutingNote keeps the main Session's routing note with a card; it

@@ -132,6 +132,17 @@ func TestTicketLifecycle(t *testing.T) {
 			hb, err := s.HandBacks(ctx, d, f.ID)
 			require.NoError(t, err)
 			require.Len(t, hb, 2)
+
+			// One owner hands back, the other ends without taking it.
+			g := admitted(t, d, s, "t3", "github:octo/repo#12")
+			require.Equal(t, tickets.CardFollowUp, g.State)
+			back, err = s.AddHandBack(ctx, d, tickets.HandBack{CardID: g.ID, TicketID: other.ID, Reason: "not mine"})
+			require.NoError(t, err)
+			require.False(t, back)
+			require.NoError(t, s.Cancel(ctx, d, tk.ID))
+			got, err = s.Card(ctx, d, g.ID)
+			require.NoError(t, err)
+			require.Equal(t, tickets.CardCandidate, got.State)
 		})
 
 		t.Run("api", func(t *testing.T) {
@@ -162,6 +173,11 @@ func TestTicketLifecycle(t *testing.T) {
 			require.Len(t, out["threads"], 1)
 			require.Len(t, out["reports"], 1)
 			require.Len(t, out["messages"], 1)
+			code, _ = call("POST", id+"/pause", "")
+			require.Equal(t, 409, code, "an ended Ticket cannot be paused")
+			live, err := s.CreateTicket(ctx, d, tickets.Ticket{Title: "Live", State: tickets.TicketWorking})
+			require.NoError(t, err)
+			id = "/tickets/" + itoa(live.ID)
 			code, out = call("POST", id+"/pause", `{"reason":"hold on"}`)
 			require.Equal(t, 200, code)
 			require.Equal(t, "paused", out["state"])
