@@ -178,3 +178,25 @@ func TestParseCommand(t *testing.T) {
 		})
 	}
 }
+
+func TestStopNeedsAPersonsFollowUp(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d, nil)
+		c := e.admit(t, request(40, "rename the flag"))
+		e.model.Push(
+			fakeopenai.Calls(route("new", orchestrator.Decision{Candidate: c.ID, Action: "new", Title: "Rename flag"})),
+			fakeopenai.Calls(fakeopenai.Call("early", orchestrator.ToolStop, `{"ticket": 1, "reason": "seems done"}`)),
+			fakeopenai.Text("ok"))
+		e.turn(t)
+		require.Contains(t, e.toolResult(t, "early"), "refused: ticket 1 has no follow-up notice from a person")
+
+		e.admit(t, card{number: 40, login: "alice", permission: "write", text: "never mind, we keep the old name"})
+		e.model.Push(fakeopenai.Calls(fakeopenai.Call("stop", orchestrator.ToolStop, `{"ticket": 1, "reason": "the requester withdrew it"}`)), fakeopenai.Text("ok"))
+		e.turn(t)
+		require.Equal(t, "ok (ticket 1 stopped)", e.toolResult(t, "stop"))
+		got, err := e.store.Ticket(ctx, d, 1)
+		require.NoError(t, err)
+		require.Equal(t, tickets.TicketCancelled, got.State)
+	})
+}
