@@ -200,3 +200,30 @@ func TestStopNeedsAPersonsFollowUp(t *testing.T) {
 		require.Equal(t, tickets.TicketCancelled, got.State)
 	})
 }
+
+func TestHandedBackCardArrivesWithItsReasons(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d, nil)
+		c := e.admit(t, request(50, "speed up the tests"))
+		e.model.Push(fakeopenai.Calls(route("new", orchestrator.Decision{Candidate: c.ID, Action: "new", Title: "Faster tests"})), fakeopenai.Text("ok"))
+		e.turn(t)
+		f := e.admit(t, card{number: 50, login: "bob", permission: "read", text: "unrelated: the logo is blurry"})
+		require.Equal(t, tickets.CardFollowUp, f.State)
+		e.model.Push(fakeopenai.Text("noted"))
+		e.turn(t) // the follow-up notice
+		var back bool
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
+			back, err = e.o.HandBack(ctx, tx, tickets.HandBack{CardID: f.ID, TicketID: 1, Reason: "a design issue, not about tests"})
+			return err
+		}))
+		require.True(t, back)
+		e.model.Push(fakeopenai.Calls(route("ignore", orchestrator.Decision{Candidate: f.ID, Action: "ignore"})), fakeopenai.Text("ok"))
+		res := e.turn(t)
+		require.Equal(t, 1, res.Candidates)
+		reqs := e.model.Requests()
+		offered := reqs[len(reqs)-2].LastMessage().Content
+		require.Contains(t, offered, fmt.Sprintf("card %d · github · comment", f.ID))
+		require.Contains(t, offered, "handed back by ticket 1: a design issue, not about tests")
+	})
+}
