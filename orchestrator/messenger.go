@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v66/github"
 
@@ -30,6 +31,14 @@ const (
 type Acknowledger interface {
 	Send(ctx context.Context, o tickets.Outgoing, card tickets.Card) error
 }
+
+// staleSend is how long an intent may stay sending before its sender is
+// presumed dead; every send's own HTTP timeout is far shorter.
+const staleSend = 2 * time.Minute
+
+// retrySafe are the outgoing messages the other side deduplicates: GitHub
+// keeps one reaction per content and App, Feishu one reply per uuid.
+var retrySafe = []string{tickets.SourceGitHub + "/" + KindReaction, tickets.SourceFeishu + "/" + KindComment}
 
 // DefaultAgentLine begins every GitHub message the service writes.
 const DefaultAgentLine = "This is by an automated agent, not a human"
@@ -222,6 +231,11 @@ func (o *Orchestrator) deliver(ctx context.Context) {
 	if o.deps.Acks == nil {
 		return
 	}
+	// A sender that died mid-call left its intent sending. Where the other
+	// side deduplicates, send it again; otherwise it stays at most once.
+	if _, err := o.deps.Tickets.RetryStale(ctx, o.deps.DB, o.cfg.Now().Add(-staleSend), retrySafe); err != nil {
+		o.cfg.Logger.Error("retrying outgoing messages", "error", err)
+	}
 	pending, err := o.deps.Tickets.PendingIntents(ctx, o.deps.DB, 100)
 	if err != nil {
 		o.cfg.Logger.Error("listing outgoing messages", "error", err)
@@ -239,6 +253,11 @@ func (o *Orchestrator) deliver(ctx context.Context) {
 			}
 		}
 		sendErr := o.deps.Acks.Send(ctx, p, card)
+		if sendErr != nil && ctx.Err() != nil {
+			// Cut off mid-call: whether it arrived is unknown. Leave it
+			// sending for the stale sweep.
+			return
+		}
 		if sendErr != nil {
 			o.cfg.Logger.Error("sending an outgoing message", "key", p.Key, "error", sendErr)
 		}

@@ -227,3 +227,23 @@ func TestHandedBackCardArrivesWithItsReasons(t *testing.T) {
 		require.Contains(t, offered, "handed back by ticket 1: a design issue, not about tests")
 	})
 }
+
+func TestAcknowledgementCutOffMidCallIsRetriedOnlyWhereSafe(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d, nil)
+		c := e.admit(t, request(60, "bump the version"))
+		e.model.Push(fakeopenai.Calls(route("new", orchestrator.Decision{Candidate: c.ID, Action: "new", Title: "Bump"})), fakeopenai.Text("ok"))
+		e.turn(t)
+		require.Len(t, e.gh.Reactions(), 1)
+		// As if the process had died an hour ago while the reaction was on
+		// its way: claimed, never finished.
+		_, err := d.Exec(ctx, `UPDATE outgoing_messages SET state = 'sending', claimed_at = $1`, time.Now().UTC().Add(-time.Hour))
+		require.NoError(t, err)
+		e.turn(t)
+		var state string
+		require.NoError(t, d.QueryRow(ctx, `SELECT state FROM outgoing_messages`).Scan(&state))
+		require.Equal(t, tickets.OutgoingSent, state, "a stale GitHub reaction is sent again")
+		require.Len(t, e.gh.Reactions(), 1, "GitHub keeps one reaction per content")
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
@@ -77,7 +78,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8) ON CONFLICT (intent_key) DO N
 // ClaimIntent moves a pending intent to sending and reports whether this
 // caller won it; only the winner sends.
 func (s *Store) ClaimIntent(ctx context.Context, q db.Querier, id int64) (bool, error) {
-	n, err := q.Exec(ctx, "UPDATE outgoing_messages SET state = 'sending' WHERE id = $1 AND state = 'pending'", id)
+	n, err := q.Exec(ctx, "UPDATE outgoing_messages SET state = 'sending', claimed_at = $2 WHERE id = $1 AND state = 'pending'", id, s.nowUTC())
 	if err != nil {
 		return false, fmt.Errorf("claiming outgoing %d: %w", id, err)
 	}
@@ -137,4 +138,22 @@ func (s *Store) listOutgoing(ctx context.Context, q db.Querier, where string, ar
 		return nil, fmt.Errorf("listing outgoing messages: %w", err)
 	}
 	return out, nil
+}
+
+// RetryStale returns to pending the intents stuck in sending since before
+// cutoff (their sender died mid-call) whose source and kind are safe to
+// send again — keys like "github/reaction" for which the receiving side
+// deduplicates. Others stay sending: at most once.
+func (s *Store) RetryStale(ctx context.Context, q db.Querier, cutoff time.Time, safe []string) (int64, error) {
+	var total int64
+	for _, k := range safe {
+		source, kind, _ := strings.Cut(k, "/")
+		n, err := q.Exec(ctx, `UPDATE outgoing_messages SET state = 'pending'
+WHERE state = 'sending' AND source = $1 AND kind = $2 AND claimed_at < $3`, source, kind, cutoff.UTC())
+		if err != nil {
+			return total, fmt.Errorf("retrying stale outgoing messages: %w", err)
+		}
+		total += n
+	}
+	return total, nil
 }

@@ -64,6 +64,7 @@ CREATE TABLE outgoing_messages (
     state      TEXT NOT NULL CHECK (state IN ('pending', 'sending', 'sent', 'failed')),
     error      TEXT NOT NULL DEFAULT '',
     created_at TIMESTAMP NOT NULL,
+    claimed_at TIMESTAMP,
     sent_at    TIMESTAMP
 );
 CREATE INDEX outgoing_messages_ticket ON outgoing_messages (ticket_id, id);
