@@ -21,8 +21,11 @@ import (
 const (
 	// KindReaction acknowledges pickup: eyes on GitHub, OnIt on Feishu.
 	KindReaction = "reaction"
-	// KindComment is a message: a proposal or a forwarded question.
+	// KindComment is a message: a forwarded question.
 	KindComment = "comment"
+	// KindProposal asks a person to accept an inferred Ticket: a comment
+	// on GitHub, a card with an Accept button on Feishu.
+	KindProposal = "proposal"
 )
 
 // Acknowledger sends one recorded outgoing message; card is the card it
@@ -91,7 +94,7 @@ func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
 		_, _, err = gh.Reactions.CreateIssueCommentReaction(ctx, owner, repo, id, o.Body)
 	case o.Kind == KindReaction && what == "pull_comment":
 		_, _, err = gh.Reactions.CreatePullRequestCommentReaction(ctx, owner, repo, id, o.Body)
-	case o.Kind == KindComment && what == "issue":
+	case (o.Kind == KindComment || o.Kind == KindProposal) && what == "issue":
 		line := m.AgentLine
 		if line == "" {
 			line = DefaultAgentLine
@@ -119,10 +122,10 @@ func (m *Messenger) sendFeishu(ctx context.Context, o tickets.Outgoing, c ticket
 	switch o.Kind {
 	case KindReaction:
 		_, err = m.Feishu.React(ctx, msg, c.Thread.Repo, o.Body)
-	case KindComment:
-		var content feishu.Content
-		if content, err = feishu.Text(o.Body); err != nil {
-			return fmt.Errorf("building the message of %s: %w", o.Key, err)
+	case KindComment, KindProposal:
+		content, cerr := feishuContent(o)
+		if cerr != nil {
+			return fmt.Errorf("building the message of %s: %w", o.Key, cerr)
 		}
 		_, err = m.Feishu.Reply(ctx, msg, feishu.OutgoingMessage{UUID: "superagent-" + itoa(o.ID), ChatID: c.Thread.Repo, Content: content})
 	default:
@@ -264,5 +267,29 @@ func (o *Orchestrator) deliver(ctx context.Context) {
 		if err := o.deps.Tickets.FinishIntent(context.WithoutCancel(ctx), o.deps.DB, p.ID, sendErr); err != nil {
 			o.cfg.Logger.Error("recording an outgoing message", "key", p.Key, "error", err)
 		}
+		if sendErr == nil && p.Kind != KindReaction && card.Thread.Key != "" {
+			// Replies to what the bot wrote address it.
+			if err := o.deps.Tickets.MarkBotSpoke(ctx, o.deps.DB, card.Thread.Key); err != nil {
+				o.cfg.Logger.Error("recording that the bot spoke", "thread", card.Thread.Key, "error", err)
+			}
+		}
 	}
+}
+
+// feishuContent is a text message, or for a proposal a card whose Accept
+// button comes back as a card action naming the Ticket.
+func feishuContent(o tickets.Outgoing) (feishu.Content, error) {
+	if o.Kind != KindProposal {
+		return feishu.Text(o.Body)
+	}
+	text := func(s string) map[string]string { return map[string]string{"tag": "plain_text", "content": s} }
+	return feishu.Card(map[string]any{
+		"elements": []any{
+			map[string]any{"tag": "div", "text": text(o.Body)},
+			map[string]any{"tag": "action", "actions": []any{map[string]any{
+				"tag": "button", "type": "primary", "text": text("Accept"),
+				"value": map[string]any{"action": CommandAccept, "ticket": o.TicketID},
+			}}},
+		},
+	})
 }

@@ -143,6 +143,43 @@ VALUES ('feishu', 'fs1', 'im.message.receive_v1', $1, $2, 'processed') RETURNING
 		require.Equal(t, []string{"octo/repo"}, tk.Mandate.Repos)
 		require.Equal(t, "ou_member", tk.Mandate.RequestedBy.ID)
 
+		// An unaddressed message a rule covers becomes a proposal with an
+		// Accept button under it.
+		_, rev, err := e.prompts.Current(ctx)
+		require.NoError(t, err)
+		_, err = e.prompts.SaveTool(ctx, "test", []byte(fmt.Sprintf(`{"base_revision": %d, "policy": {"mode": "propose",
+"rules": [{"id": "bugs", "name": "Bug reports", "instruction": "Fix reported bugs.", "enabled": true}]}}`, rev)))
+		require.NoError(t, err)
+		e.fs.AddMessage(fakefeishu.Message{ID: "om_bug", ChatID: "oc_team", MsgType: "text", Content: `{"text":"the export button is broken"}`})
+		bugBody := strings.Replace(string(body), ev.Event.Message.ID, "om_bug", 1)
+		require.NoError(t, d.QueryRow(ctx, `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
+VALUES ('feishu', 'fs2', 'im.message.receive_v1', $1, $2, 'processed') RETURNING id`, []byte(bugBody), time.Now().UTC()).Scan(&delivery))
+		bug := admit(tickets.NewCard{DeliveryID: delivery, Source: tickets.SourceFeishu, Kind: "message",
+			Thread: tickets.Thread{Source: tickets.SourceFeishu, Key: "feishu:oc_team/om_bug", Repo: "oc_team"},
+			Author: tickets.Author{ID: "ou_other", Type: tickets.AuthorUser}, Text: "the export button is broken"})
+		e.model.Push(fakeopenai.Calls(route("infer", orchestrator.Decision{Candidate: bug.ID, Action: "new", Title: "Export button", Repo: "octo/repo", Rules: []string{"bugs"}})), fakeopenai.Text("ok"))
+		e.turn(t)
+		proposal, err := e.store.TicketBySourceCard(ctx, d, bug.ID)
+		require.NoError(t, err)
+		require.True(t, proposal.Proposal)
+		var card *fakefeishu.Message
+		for _, m := range e.fs.Messages() {
+			if m.ParentID == "om_bug" {
+				card = &m
+			}
+		}
+		require.NotNil(t, card, "the proposal is asked under the message")
+		require.Equal(t, "interactive", card.MsgType)
+		require.Contains(t, card.Content, fmt.Sprintf(`"value":{"action":"accept","ticket":%d}`, proposal.ID))
+		admit(tickets.NewCard{Source: tickets.SourceFeishu, Kind: "card_action",
+			Thread: tickets.Thread{Source: tickets.SourceFeishu, Key: "feishu:oc_team/" + card.ID, Repo: "oc_team"},
+			Author: tickets.Author{ID: "ou_member", Type: tickets.AuthorUser}, Addressed: true, AddressedWhy: "card_action",
+			References: []tickets.Reference{{Ref: "feishu:message/" + card.ID}}, Text: fmt.Sprintf(`{"action":"accept","ticket":%d}`, proposal.ID)})
+		proposal, err = e.store.Ticket(ctx, d, proposal.ID)
+		require.NoError(t, err)
+		require.False(t, proposal.Proposal)
+		require.Equal(t, tickets.TicketOpen, proposal.State)
+
 		// A button on the bot's status card pauses the Ticket it names.
 		admit(tickets.NewCard{Source: tickets.SourceFeishu, Kind: "card_action",
 			Thread: tickets.Thread{Source: tickets.SourceFeishu, Key: "feishu:oc_team/om_card", Repo: "oc_team"},

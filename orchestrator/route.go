@@ -189,9 +189,13 @@ func (o *Orchestrator) newTicket(ctx context.Context, tx *db.Tx, c tickets.Card,
 		if err != nil {
 			return "", err
 		}
-		text := fmt.Sprintf("Proposed work: %s (policy rules: %s). Nothing starts until a person accepts: reply \"@%s accept\".",
-			title, strings.Join(d.Rules, ", "), o.cfg.BotLogin)
-		if err := o.record(ctx, tx, "proposal:ticket:"+itoa(created.ID), KindComment, c, created.ID, target, text); err != nil {
+		how := fmt.Sprintf("reply \"@%s accept\"", o.cfg.BotLogin)
+		if c.Source == tickets.SourceFeishu {
+			how = "press Accept"
+		}
+		text := fmt.Sprintf("Proposed work: %s (policy rules: %s). Nothing starts until a person accepts: %s.",
+			title, strings.Join(d.Rules, ", "), how)
+		if err := o.record(ctx, tx, "proposal:ticket:"+itoa(created.ID), KindProposal, c, created.ID, target, text); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("ok (ticket %d proposed; it waits for a person to accept it)", created.ID), nil
