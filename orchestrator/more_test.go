@@ -284,3 +284,34 @@ func TestAcknowledgementCutOffMidCallIsRetriedOnlyWhereSafe(t *testing.T) {
 		require.Len(t, e.gh.Reactions(), 1, "GitHub keeps one reaction per content")
 	})
 }
+
+func TestReadingToolsGiveContext(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, nil)
+		c := e.admit(t, request(70, "document the API"))
+		e.model.Push(fakeopenai.Calls(route("new", orchestrator.Decision{Candidate: c.ID, Action: "new", Title: "API docs"})), fakeopenai.Text("ok"))
+		e.turn(t)
+		next := e.admit(t, card{number: 71, login: "bob", text: "typo in README"})
+		e.model.Push(fakeopenai.Calls(
+			fakeopenai.Call("tickets", orchestrator.ToolRead, `{"what": "tickets"}`),
+			fakeopenai.Call("ticket", orchestrator.ToolRead, `{"what": "ticket", "id": 1}`),
+			fakeopenai.Call("thread", orchestrator.ToolRead, fmt.Sprintf(`{"what": "thread", "id": %d}`, c.Thread.ID)),
+			fakeopenai.Call("prompts", orchestrator.ToolRead, `{"what": "prompts"}`),
+			fakeopenai.Call("policy", orchestrator.ToolRead, `{"what": "policy"}`),
+			fakeopenai.Call("eval", orchestrator.ToolEval, fmt.Sprintf(`{"candidate": %d}`, next.ID)),
+			fakeopenai.Call("skill", orchestrator.ToolSkillLoad, `{"name": "github"}`),
+			fakeopenai.Call("nope", orchestrator.ToolSkillLoad, `{"name": "nope"}`),
+			fakeopenai.Call("wait", orchestrator.ToolRead, `{"what": "tickets", "wait_seconds": 60}`),
+		), fakeopenai.Calls(route("ignore", orchestrator.Decision{Candidate: next.ID, Action: "ignore"})), fakeopenai.Text("ok"))
+		e.turn(t)
+		require.Contains(t, e.toolResult(t, "tickets"), `"title": "API docs"`)
+		require.Contains(t, e.toolResult(t, "ticket"), `"threads"`)
+		require.Contains(t, e.toolResult(t, "thread"), `"key": "github:octo/repo#70"`)
+		require.Contains(t, e.toolResult(t, "prompts"), `"default_changed"`)
+		require.Contains(t, e.toolResult(t, "policy"), `"mode": "explicit"`)
+		require.Contains(t, e.toolResult(t, "eval"), `"author_passes_gate": false`)
+		require.True(t, strings.HasPrefix(e.toolResult(t, "skill"), "# GitHub"))
+		require.Equal(t, `refused: there is no skill "nope"`, e.toolResult(t, "nope"))
+		require.Contains(t, e.toolResult(t, "wait"), "refused:")
+	})
+}
