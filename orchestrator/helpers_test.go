@@ -94,7 +94,7 @@ func (e *env) orchestrator(t *testing.T) *orchestrator.Orchestrator {
 	e.reg = prometheus.NewRegistry()
 	cfg.Registerer = e.reg
 	o, err := orchestrator.New(cfg, orchestrator.Deps{DB: e.d, Queue: e.q, Tickets: e.store, Sessions: rt, Prompts: e.prompts,
-		Acks: &orchestrator.Messenger{DB: e.d, GitHub: e.ghc, Feishu: e.fsc}})
+		Acks: &orchestrator.Messenger{DB: e.d, GitHub: e.ghc, Feishu: e.fsc, Prompts: e.prompts}})
 	require.NoError(t, err)
 	return o
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/githubapp"
+	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -54,6 +55,27 @@ type Messenger struct {
 	Feishu *feishu.Client
 	// AgentLine begins every GitHub comment. Default DefaultAgentLine.
 	AgentLine string
+	// Prompts, when set, supplies the line instead: the team's current
+	// Communication setting, read for every message so a change applies at
+	// once.
+	Prompts *promptparts.Service
+}
+
+// agentLine is the line that begins the next GitHub message.
+func (m *Messenger) agentLine(ctx context.Context) (string, error) {
+	if m.Prompts != nil {
+		st, _, err := m.Prompts.Current(ctx)
+		if err != nil {
+			return "", fmt.Errorf("reading the agent line: %w", err)
+		}
+		if line := st.Sections.Communication.AgentLine; line != "" {
+			return line, nil
+		}
+	}
+	if m.AgentLine != "" {
+		return m.AgentLine, nil
+	}
+	return DefaultAgentLine, nil
 }
 
 var _ Acknowledger = (*Messenger)(nil)
@@ -95,9 +117,9 @@ func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
 	case o.Kind == KindReaction && what == "pull_comment":
 		_, _, err = gh.Reactions.CreatePullRequestCommentReaction(ctx, owner, repo, id, o.Body)
 	case (o.Kind == KindComment || o.Kind == KindProposal) && what == "issue":
-		line := m.AgentLine
-		if line == "" {
-			line = DefaultAgentLine
+		line, lerr := m.agentLine(ctx)
+		if lerr != nil {
+			return lerr
 		}
 		body := line + "\n\n" + o.Body
 		_, _, err = gh.Issues.CreateComment(ctx, owner, repo, int(id), &github.IssueComment{Body: &body})

@@ -17,6 +17,7 @@ import (
 	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/policy"
+	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -313,5 +314,32 @@ func TestReadingToolsGiveContext(t *testing.T) {
 		require.True(t, strings.HasPrefix(e.toolResult(t, "skill"), "# GitHub"))
 		require.Equal(t, `refused: there is no skill "nope"`, e.toolResult(t, "nope"))
 		require.Contains(t, e.toolResult(t, "wait"), "refused:")
+	})
+}
+
+func TestGitHubMessagesBeginWithTheTeamsAgentLine(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d, nil)
+		const line = "Written by the team's build agent."
+		_, err := e.prompts.SaveJSON(ctx, []byte(`{"base_revision": 0, "sections": {"communication": {"agent_line": "`+line+`"}}}`),
+			promptparts.SaveMeta{Origin: promptparts.OriginPanel, Actor: "test"})
+		require.NoError(t, err)
+
+		c := e.admit(t, request(31, "cache the sessions"))
+		e.model.Push(fakeopenai.Calls(route("new", orchestrator.Decision{Candidate: c.ID, Action: "new", Title: "Session cache"})), fakeopenai.Text("ok"))
+		e.turn(t)
+		tk, err := e.store.TicketBySourceCard(ctx, d, c.ID)
+		require.NoError(t, err)
+		var r tickets.Report
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
+			r, err = e.o.Report(ctx, tx, tickets.Report{TicketID: tk.ID, State: tickets.ReportWaiting, Summary: "designed", HumanAction: "Per user or global?"})
+			return err
+		}))
+		e.model.Push(fakeopenai.Calls(fakeopenai.Call("fwd", orchestrator.ToolForward, fmt.Sprintf(`{"report": %d}`, r.ID))), fakeopenai.Text("ok"))
+		e.turn(t)
+		comments := e.gh.Comments()
+		require.Len(t, comments, 1)
+		require.Equal(t, line+"\n\nPer user or global?", comments[0].Body, "the configured line, not the default")
 	})
 }
