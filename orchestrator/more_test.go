@@ -343,3 +343,27 @@ func TestGitHubMessagesBeginWithTheTeamsAgentLine(t *testing.T) {
 		require.Equal(t, line+"\n\nPer user or global?", comments[0].Body, "the configured line, not the default")
 	})
 }
+
+// A card that commits while a turn is running may come after that turn's
+// last look; it must get a turn of its own instead of being absorbed.
+func TestCardDuringARunningTurnGetsAnotherTurn(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d, nil)
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error { return e.o.ScheduleTurn(ctx, tx) }))
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error { return e.o.ScheduleTurn(ctx, tx) }))
+		var n int
+		require.NoError(t, d.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE kind = 'route_turn'").Scan(&n))
+		require.Equal(t, 1, n, "a waiting turn absorbs later requests")
+
+		_, err := d.Exec(ctx, "UPDATE river_job SET state = 'running', attempt = 1, attempted_at = $1 WHERE kind = 'route_turn'", time.Now().UTC())
+		require.NoError(t, err)
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error { return e.o.ScheduleTurn(ctx, tx) }))
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error { return e.o.ScheduleTurn(ctx, tx) }))
+		var running, scheduled int
+		require.NoError(t, d.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE kind = 'route_turn' AND state = 'running'").Scan(&running))
+		require.NoError(t, d.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE kind = 'route_turn' AND state = 'scheduled'").Scan(&scheduled))
+		require.Equal(t, 1, running)
+		require.Equal(t, 1, scheduled, "one more turn waits behind the running one, and only one")
+	})
+}

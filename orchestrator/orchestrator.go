@@ -148,21 +148,30 @@ func (o *Orchestrator) CardAdmitted(ctx context.Context, tx *db.Tx, c tickets.Ca
 }
 
 // ScheduleTurn enqueues a turn inside tx, Debounce from now, unless one is
-// already waiting or running: then that turn picks up what tx adds. Call it
-// whenever a Report, hand-back or notice is stored.
+// already waiting: then that turn picks up what tx adds. A turn that is
+// already running may have taken its last look before tx commits, so then a
+// second turn is scheduled behind it (in the other slot); the lease keeps the
+// two from running at once. Call it whenever a Report, hand-back or notice is
+// stored.
 func (o *Orchestrator) ScheduleTurn(ctx context.Context, tx *db.Tx) error {
 	if o.deps.Queue == nil {
 		return nil
 	}
-	_, err := o.deps.Queue.InsertTx(ctx, tx, RouteArgs{}, &river.InsertOpts{
+	opts := &river.InsertOpts{
 		ScheduledAt: o.cfg.Now().Add(o.cfg.Debounce),
 		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
 			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
 			rivertype.JobStateScheduled, rivertype.JobStateRetryable,
 		}},
-	})
-	if err != nil {
-		return fmt.Errorf("scheduling a main Session turn: %w", err)
+	}
+	for slot := range 2 {
+		res, err := o.deps.Queue.InsertTx(ctx, tx, RouteArgs{Slot: slot}, opts)
+		if err != nil {
+			return fmt.Errorf("scheduling a main Session turn: %w", err)
+		}
+		if !res.UniqueSkippedAsDuplicate || res.Job == nil || res.Job.State != rivertype.JobStateRunning {
+			return nil
+		}
 	}
 	return nil
 }

@@ -14,7 +14,12 @@ import (
 
 // RouteArgs is the main Session's turn job. It has no fields: with unique
 // insert options there is at most one waiting or running across processes.
-type RouteArgs struct{}
+type RouteArgs struct {
+	// Slot tells apart the two turn jobs that may exist at once: one
+	// running, and one scheduled behind it for what arrived too late for
+	// the running turn to see (see ScheduleTurn).
+	Slot int `json:"slot,omitempty"`
+}
 
 // Kind names the job.
 func (RouteArgs) Kind() string { return "route_turn" }

@@ -19,12 +19,15 @@ import (
 	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/probe"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/internal/session"
 	"github.com/superagent-dev/superagent/migrations"
+	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/tickets"
 	"github.com/superagent-dev/superagent/webhooks"
 )
 
@@ -59,6 +62,11 @@ type app struct {
 	github   *githubapp.Client
 	feishu   *feishu.Client
 	webhooks *webhooks.Service
+	tickets  *tickets.Store
+	sessions *session.Store
+	// orchestrator is nil when no model is configured: cards then wait as
+	// candidates until a model is set and the service restarted.
+	orchestrator *orchestrator.Orchestrator
 }
 
 func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (*app, error) {
@@ -94,10 +102,61 @@ func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (
 	if err != nil {
 		return nil, err
 	}
+	a.tickets = a.webhooks.Store()
+	a.sessions = session.NewStore(d, cfg.scrub, time.Now)
+	if err := a.buildOrchestrator(cfg); err != nil {
+		return nil, err
+	}
 	if err := a.queue.Init(); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// buildOrchestrator wires the main routing Session on the router model.
+func (a *app) buildOrchestrator(cfg *config) error {
+	if cfg.RouterModel == "" {
+		a.logger.Warn("no model configured (SUPERAGENT_MODEL): routing is off; cards wait as candidates")
+		return nil
+	}
+	router, err := model.New(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.RouterModel})
+	if err != nil {
+		return err
+	}
+	slug := cfg.GitHubAppSlug
+	if slug == "" {
+		slug = "superagent"
+	}
+	env := []promptparts.Var{
+		{Name: "superagent version", Value: buildVersion()},
+		{Name: "GitHub App", Value: "@" + slug},
+		{Name: "Feishu", Value: map[bool]string{true: "connected (" + cfg.FeishuMode + ")", false: "not connected"}[cfg.FeishuAppID != ""]},
+	}
+	// The main Session lives on; rollover, not a step limit, bounds it.
+	rt := session.New(session.Config{MaxSteps: 1 << 30}, a.db, router, orchestrator.PromptSource(a.prompts, env), cfg.scrub, time.Now)
+	a.orchestrator, err = orchestrator.New(orchestrator.Config{
+		Debounce: cfg.RoutingDebounce,
+		Gate: orchestrator.Gate{
+			GitHubPermission:  cfg.GateGitHubPermission,
+			FeishuChats:       cfg.FeishuAllowedChats,
+			FeishuMembers:     cfg.FeishuAllowedMembers,
+			AdminGitHubLogins: cfg.AdminGitHubLogins,
+			AdminFeishuIDs:    cfg.AdminFeishuIDs,
+		},
+		BotLogin:    slug,
+		Environment: env,
+		Registerer:  a.registry,
+		Logger:      a.logger,
+	}, orchestrator.Deps{
+		DB: a.db, Queue: a.queue, Tickets: a.tickets, Sessions: rt, Prompts: a.prompts,
+		Acks: &orchestrator.Messenger{DB: a.db, GitHub: a.github, Feishu: a.feishu, Prompts: a.prompts},
+	})
+	if err != nil {
+		return err
+	}
+	a.orchestrator.Register(a.queue)
+	a.webhooks.AddHook(a.orchestrator)
+	return nil
 }
 
 // serve runs one process: workers always, and with withHTTP the HTTP server
@@ -141,6 +200,13 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer, withHTTP 
 
 	if err := a.queue.Start(ctx); err != nil {
 		return err
+	}
+	if a.orchestrator != nil {
+		// Whatever waited while the service was down (or had no model) gets
+		// a turn; if one is already scheduled this adds nothing.
+		if err := d.InTx(ctx, func(tx *db.Tx) error { return a.orchestrator.ScheduleTurn(ctx, tx) }); err != nil {
+			logger.Warn("scheduling a routing turn at start", "error", err)
+		}
 	}
 	httpErr := make(chan error, 1)
 	if srv != nil {
@@ -186,8 +252,9 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		return nil, err
 	}
 	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie}, a.db, a.prompts, admin.Deps{
-		Tickets:  a.webhooks.Store(),
-		Sessions: session.NewStore(a.db, cfg.scrub, time.Now),
+		Tickets:  a.tickets,
+		Sessions: a.sessions,
+		Pauser:   tickets.NewPauser(a.db, a.tickets),
 	})
 	if err != nil {
 		return nil, err
@@ -203,6 +270,7 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	a.prompts.Routes(hs.API)
 	a.webhooks.Routes(hs.Root)
 	a.webhooks.APIRoutes(hs.API)
+	tickets.NewAPI(a.db, a.tickets, a.sessions, a.logger).Routes(hs.API)
 	panel.Routes(hs.Root)
 	return &http.Server{
 		Handler:           hs,

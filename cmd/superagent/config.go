@@ -43,6 +43,13 @@ type config struct {
 	Model        string
 	RouterModel  string
 
+	GateGitHubPermission string
+	FeishuAllowedChats   []string
+	FeishuAllowedMembers []string
+	AdminGitHubLogins    []string
+	AdminFeishuIDs       []string
+	RoutingDebounce      time.Duration
+
 	LogLevel        slog.Level
 	SecureCookie    bool
 	ShutdownTimeout time.Duration
@@ -88,6 +95,11 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		ModelAPIKey:             getenv("SUPERAGENT_MODEL_API_KEY"),
 		Model:                   getenv("SUPERAGENT_MODEL"),
 		RouterModel:             getenv("SUPERAGENT_ROUTER_MODEL"),
+		GateGitHubPermission:    or(getenv("SUPERAGENT_GATE_GITHUB_PERMISSION"), "write"),
+		FeishuAllowedChats:      list(getenv("SUPERAGENT_FEISHU_ALLOWED_CHATS")),
+		FeishuAllowedMembers:    list(getenv("SUPERAGENT_FEISHU_ALLOWED_MEMBERS")),
+		AdminGitHubLogins:       list(getenv("SUPERAGENT_ADMIN_GITHUB_LOGINS")),
+		AdminFeishuIDs:          list(getenv("SUPERAGENT_ADMIN_FEISHU_IDS")),
 	}
 	if c.RouterModel == "" {
 		c.RouterModel = c.Model
@@ -132,6 +144,17 @@ func loadConfig(getenv func(string) string) (*config, error) {
 			}
 			return nil
 		},
+		func() error {
+			switch c.GateGitHubPermission {
+			case "admin", "maintain", "write", "triage", "read":
+				return nil
+			}
+			return &settingError{"SUPERAGENT_GATE_GITHUB_PERMISSION", fmt.Sprintf("must be admin, maintain, write, triage or read, got %q", c.GateGitHubPermission)}
+		},
+		func() (err error) {
+			c.RoutingDebounce, err = parseDuration("SUPERAGENT_ROUTING_DEBOUNCE", getenv("SUPERAGENT_ROUTING_DEBOUNCE"), 2*time.Second)
+			return err
+		},
 		func() (err error) {
 			c.LogLevel, err = parseLevel("SUPERAGENT_LOG_LEVEL", getenv("SUPERAGENT_LOG_LEVEL"))
 			return err
@@ -159,6 +182,17 @@ func (c *config) secrets() []string {
 	var out []string
 	for _, s := range []string{c.AdminToken, c.GitHubWebhookSecret, c.FeishuAppSecret, c.FeishuVerificationToken, c.FeishuEncryptKey, c.ModelAPIKey, string(c.GitHubPrivateKeyPEM)} {
 		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// list splits a comma-separated setting, dropping blanks.
+func list(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
 			out = append(out, s)
 		}
 	}
