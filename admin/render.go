@@ -160,7 +160,7 @@ var funcs = template.FuncMap{
 	"lines":      func(s []string) string { return strings.Join(s, "\n") },
 	"add":        func(a, b int64) int64 { return a + b },
 	"int64":      func(n int) int64 { return int64(n) },
-	"deref":      func(s *string) string { return derefString(s) },
+	"deref":      derefString,
 	"sectionOf":  sectionOf,
 	"probs": func(ps problemSet, key string) fieldProblems {
 		return fieldProblems{ID: fieldID(key), Messages: ps.At(key)}

@@ -134,7 +134,7 @@ func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
 
 func (m *Messenger) sendFeishu(ctx context.Context, o tickets.Outgoing, c tickets.Card) error {
 	if m.Feishu == nil {
-		return errors.New("Feishu is not configured")
+		return errors.New("the Feishu app is not configured")
 	}
 	msg, ok := strings.CutPrefix(o.Target, "feishu:message/")
 	if !ok || msg == "" {
@@ -221,7 +221,7 @@ func (o *Orchestrator) feishuMessageID(ctx context.Context, q db.Querier, c tick
 	}
 	ev, err := feishu.Parse(body, feishu.ParseOptions{})
 	if err != nil || ev.Message == nil {
-		return "", nil
+		return "", nil //nolint:nilerr // an event that is not a readable message has no message to answer
 	}
 	return ev.Message.ID, nil
 }

@@ -100,7 +100,7 @@ func NewLongConn(cfg LongConnConfig, handle EventHandler, clock Clock, logger *s
 func (l *LongConn) Run(ctx context.Context) error {
 	for {
 		if ctx.Err() != nil {
-			return nil // a client started now could never be stopped
+			return nil //nolint:nilerr // cancellation is the normal end: a client started now could never be stopped
 		}
 		client := larkws.NewClient(l.cfg.AppID, l.cfg.AppSecret,
 			larkws.WithDomain(l.cfg.BaseURL),

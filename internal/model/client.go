@@ -229,7 +229,7 @@ func (c *Client) attempt(ctx context.Context, params openai.ChatCompletionNewPar
 }
 
 func (c *Client) params(req Request) (openai.ChatCompletionNewParams, error) {
-	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(c.cfg.Model)}
+	p := openai.ChatCompletionNewParams{Model: c.cfg.Model}
 	if c.cfg.MaxOutputTokens > 0 {
 		if c.cfg.MaxTokensField == "max_tokens" {
 			p.MaxTokens = openai.Int(c.cfg.MaxOutputTokens)
