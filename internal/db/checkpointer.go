@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -16,9 +17,10 @@ const checkpointInterval = 250 * time.Millisecond
 // second connection, so that no request pays for it. The service's own
 // connection has automatic checkpoints turned off.
 type checkpointer struct {
-	conn *sql.DB
-	quit chan struct{}
-	done chan struct{}
+	conn     *sql.DB
+	quit     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
 }
 
 func startCheckpointer(dsn, path string) (*checkpointer, error) {
@@ -49,16 +51,19 @@ func (c *checkpointer) run() {
 	}
 }
 
-// stop ends the checkpointer after a last full checkpoint; it is a no-op on
-// a nil receiver (PostgreSQL).
+// stop ends the checkpointer after a last full checkpoint. It may be called
+// more than once (a DB closed twice) and is a no-op on a nil receiver
+// (PostgreSQL).
 func (c *checkpointer) stop() {
 	if c == nil {
 		return
 	}
-	close(c.quit)
-	<-c.done
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, _ = c.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
-	_ = c.conn.Close()
+	c.stopOnce.Do(func() {
+		close(c.quit)
+		<-c.done
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = c.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+		_ = c.conn.Close()
+	})
 }

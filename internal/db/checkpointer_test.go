@@ -46,3 +46,10 @@ func fileSize(t *testing.T, path string) int64 {
 	require.NoError(t, err)
 	return info.Size()
 }
+
+func TestClosingTwiceIsHarmless(t *testing.T) {
+	d, err := db.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "twice.db"), db.Options{})
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	require.NotPanics(t, func() { _ = d.Close() })
+}
