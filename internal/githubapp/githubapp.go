@@ -3,7 +3,8 @@
 // hands out go-github clients per installation, all against a configurable
 // API root so that GitHub Enterprise and the test fake work alike. It also
 // retries HTTP 429 answers, which go-github v66 does not treat as rate
-// limits.
+// limits, paces each installation's content-creating requests below
+// GitHub's secondary limits, and exports metrics of all of it.
 package githubapp
 
 import (
@@ -18,6 +19,7 @@ import (
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v66/github"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultBaseURL is the REST API root of github.com.
@@ -40,9 +42,22 @@ type Config struct {
 	// MaxRetryWait is the longest wait for one retry; a request asked to wait
 	// longer gets the 429 answer. Default one minute.
 	MaxRetryWait time.Duration
-	// Wait pauses between retries. Default: a timer that ends early with
-	// ctx's error when ctx ends.
+	// Wait pauses between retries and for write pacing. Default: a timer
+	// that ends early with ctx's error when ctx ends.
 	Wait func(ctx context.Context, d time.Duration) error
+	// Now is the clock of the write pacing and of rate-limit reset times.
+	// Default time.Now.
+	Now func() time.Time
+	// WritesPerMinute and WritesPerHour pace each installation's
+	// content-creating requests (POST, PATCH, PUT, DELETE) with token
+	// buckets, below GitHub's secondary limits of about 80 a minute and
+	// 500 an hour. Reads are not paced. Default 80 and 500; negative turns
+	// that budget off.
+	WritesPerMinute int
+	WritesPerHour   int
+	// Registerer receives the superagent_github_* metrics. Default: none.
+	// Clients sharing a Registerer share the metrics.
+	Registerer prometheus.Registerer
 }
 
 // Client makes authenticated GitHub clients for one App.
@@ -51,6 +66,7 @@ type Client struct {
 	base    *url.URL
 	apps    *ghinstallation.AppsTransport
 	retry   http.RoundTripper
+	metrics *metrics
 	app     *github.Client
 	mu      sync.Mutex
 	perInst map[int64]*installation
@@ -88,13 +104,26 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Wait == nil {
 		cfg.Wait = wait
 	}
-	retry := &retryTransport{next: cfg.Transport, max: cfg.MaxRetries, maxWait: cfg.MaxRetryWait, wait: cfg.Wait}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.WritesPerMinute == 0 {
+		cfg.WritesPerMinute = 80
+	}
+	if cfg.WritesPerHour == 0 {
+		cfg.WritesPerHour = 500
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("creating GitHub App client: %w", err)
+	}
+	retry := &retryTransport{next: cfg.Transport, max: cfg.MaxRetries, maxWait: cfg.MaxRetryWait, wait: cfg.Wait, now: cfg.Now, metrics: m}
 	apps, err := ghinstallation.NewAppsTransport(retry, cfg.AppID, cfg.PrivateKey)
 	if err != nil {
 		return nil, fmt.Errorf("creating GitHub App client: reading private key: %w", err)
 	}
 	apps.BaseURL = strings.TrimRight(base.String(), "/")
-	c := &Client{cfg: cfg, base: base, apps: apps, retry: retry, perInst: map[int64]*installation{}}
+	c := &Client{cfg: cfg, base: base, apps: apps, retry: retry, metrics: m, perInst: map[int64]*installation{}}
 	c.app = c.newGitHub(apps)
 	return c, nil
 }
@@ -129,7 +158,9 @@ func (c *Client) installation(id int64) *installation {
 	}
 	tr := ghinstallation.NewFromAppsTransport(c.apps, id)
 	tr.BaseURL = c.apps.BaseURL
-	in := &installation{tr: tr, client: c.newGitHub(tr)}
+	top := &installationTransport{label: formatInstallation(id), next: tr, wait: c.cfg.Wait, metrics: c.metrics,
+		writes: newWriteLimiter(c.cfg.Now, c.cfg.WritesPerMinute, c.cfg.WritesPerHour)}
+	in := &installation{tr: tr, client: c.newGitHub(top)}
 	c.perInst[id] = in
 	return in
 }

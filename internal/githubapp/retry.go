@@ -11,20 +11,25 @@ import (
 
 // retryTransport retries requests answered 429 Too Many Requests, waiting
 // as Retry-After (or X-RateLimit-Reset) says, a bounded number of times.
+// Every request to GitHub passes here, so it also keeps the metrics.
 type retryTransport struct {
 	next    http.RoundTripper
 	max     int
 	maxWait time.Duration
 	wait    func(ctx context.Context, d time.Duration) error
+	now     func() time.Time
+	metrics *metrics
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	inst := installationLabel(req)
 	for attempt := 0; ; attempt++ {
 		resp, err := t.next.RoundTrip(req)
+		resp = t.metrics.observe(inst, req, resp, err)
 		if err != nil || resp.StatusCode != http.StatusTooManyRequests || attempt >= t.max {
 			return resp, err
 		}
-		d := retryAfter(resp.Header, time.Now(), attempt)
+		d := retryAfter(resp.Header, t.now(), attempt)
 		if d > t.maxWait {
 			return resp, nil
 		}
@@ -41,6 +46,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
+		t.metrics.waited(inst, "retry_after", d)
 		if err := t.wait(req.Context(), d); err != nil {
 			return nil, fmt.Errorf("waiting to retry %s %s after 429: %w", req.Method, req.URL.Path, err)
 		}

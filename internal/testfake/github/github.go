@@ -4,7 +4,8 @@
 // an alias (fakegithub) beside go-github.
 //
 // It covers the App endpoints (GET /app, installation access tokens) and
-// collaborator permissions; ServeConversations adds reactions and issue
+// collaborator permissions, and reports a primary quota per installation in
+// the X-RateLimit-* headers; ServeConversations adds reactions and issue
 // comments. Later features add routes with Handle, reusing Authorize,
 // WriteJSON and the recorded requests.
 package github
@@ -65,7 +66,13 @@ type Server struct {
 	permissions map[string]string // owner/repo:login → level
 	faults      map[string][]Fault
 	conv        *conversation
+	used        map[int64]int // installation → requests counted against its quota
 }
+
+// RateLimit is the hourly primary quota the fake reports per installation
+// in X-RateLimit-Limit, counting down X-RateLimit-Remaining with each
+// request made with the installation's token.
+const RateLimit = 5000
 
 var keyOnce = sync.OnceValues(func() (*rsa.PrivateKey, error) {
 	return rsa.GenerateKey(rand.Reader, 2048)
@@ -88,6 +95,7 @@ func New(t testing.TB) *Server {
 		tokens:      map[string]int64{},
 		permissions: map[string]string{},
 		faults:      map[string][]Fault{},
+		used:        map[int64]int{},
 	}
 	s.mux.HandleFunc("GET /app", s.getApp)
 	s.mux.HandleFunc("POST /app/installations/{id}/access_tokens", s.createToken)
@@ -152,6 +160,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if fs := s.faults[k]; len(fs) > 0 {
 		fault = &fs[0]
 		s.faults[k] = fs[1:]
+	}
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "token ")
+	if inst, ok := s.tokens[tok]; ok {
+		s.used[inst]++
+		w.Header().Set("X-RateLimit-Limit", strconv.Itoa(RateLimit))
+		w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(max(RateLimit-s.used[inst], 0)))
+		w.Header().Set("X-RateLimit-Used", strconv.Itoa(s.used[inst]))
+		w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
+		w.Header().Set("X-RateLimit-Resource", "core")
 	}
 	s.mu.Unlock()
 	if fault != nil {
