@@ -15,6 +15,7 @@ import (
 	lark "github.com/larksuite/oapi-sdk-go/v3"
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config configures a Client.
@@ -37,6 +38,9 @@ type Config struct {
 	ChatInterval time.Duration
 	// Timeout bounds one HTTP request. Default 15 seconds.
 	Timeout time.Duration
+	// Registerer receives the superagent_feishu_* metrics. Default: none.
+	// Clients sharing a Registerer share the metrics.
+	Registerer prometheus.Registerer
 }
 
 // Client calls the Feishu Open API through the official SDK. Safe for
@@ -46,6 +50,7 @@ type Client struct {
 	lark    *lark.Client
 	clock   Clock
 	limiter *chatLimiter
+	metrics *metrics
 
 	botMu sync.Mutex
 	bot   *BotInfo
@@ -82,13 +87,17 @@ func New(cfg Config, clock Clock, logger *slog.Logger) (*Client, error) {
 	if clock == nil {
 		clock = SystemClock()
 	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("configuring feishu client: %w", err)
+	}
 	cli := lark.NewClient(cfg.AppID, cfg.AppSecret,
 		lark.WithOpenBaseUrl(strings.TrimRight(cfg.BaseURL, "/")),
 		lark.WithHttpClient(&http.Client{Timeout: cfg.Timeout}),
 		lark.WithLogger(sdkLogger{logger}),
 		lark.WithLogLevel(larkcore.LogLevelWarn),
 	)
-	return &Client{cfg: cfg, lark: cli, clock: clock, limiter: newChatLimiter(cfg.ChatInterval, clock)}, nil
+	return &Client{cfg: cfg, lark: cli, clock: clock, limiter: newChatLimiter(cfg.ChatInterval, clock), metrics: m}, nil
 }
 
 // RateLimitCode is Feishu's error code for "request trigger frequency limit".
@@ -187,7 +196,7 @@ func (c *Client) Reply(ctx context.Context, messageID string, m OutgoingMessage)
 			MsgType(m.Content.MsgType).Content(m.Content.JSON).ReplyInThread(true).Uuid(m.UUID).Build()).
 		Build()
 	var out *SentMessage
-	err := c.call(ctx, op, key, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
+	err := c.call(ctx, "reply", op, key, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
 		resp, err := c.lark.Im.Message.Reply(ctx, req)
 		if err != nil {
 			return nil, larkcore.CodeError{}, err
@@ -215,7 +224,7 @@ func (c *Client) Send(ctx context.Context, m OutgoingMessage) (*SentMessage, err
 			ReceiveId(m.ChatID).MsgType(m.Content.MsgType).Content(m.Content.JSON).Uuid(m.UUID).Build()).
 		Build()
 	var out *SentMessage
-	err := c.call(ctx, op, m.ChatID, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
+	err := c.call(ctx, "send", op, m.ChatID, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
 		resp, err := c.lark.Im.Message.Create(ctx, req)
 		if err != nil {
 			return nil, larkcore.CodeError{}, err
@@ -248,7 +257,7 @@ func (c *Client) React(ctx context.Context, messageID, chatID, emojiType string)
 			ReactionType(larkim.NewEmojiBuilder().EmojiType(emojiType).Build()).Build()).
 		Build()
 	var id string
-	err := c.call(ctx, op, key, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
+	err := c.call(ctx, "react", op, key, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
 		resp, err := c.lark.Im.MessageReaction.Create(ctx, req)
 		if err != nil {
 			return nil, larkcore.CodeError{}, err
@@ -271,7 +280,7 @@ type BotInfo struct {
 // SDK has no typed call for).
 func (c *Client) BotInfo(ctx context.Context) (*BotInfo, error) {
 	var out *BotInfo
-	err := c.call(ctx, "getting bot info", "", func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
+	err := c.call(ctx, "bot_info", "getting bot info", "", func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
 		resp, err := c.lark.Get(ctx, "/open-apis/bot/v3/info", nil, larkcore.AccessTokenTypeTenant)
 		if err != nil {
 			return nil, larkcore.CodeError{}, err
@@ -323,7 +332,7 @@ func (c *Client) GetMessage(ctx context.Context, messageID string) (*Message, er
 	op := "getting message " + messageID
 	req := larkim.NewGetMessageReqBuilder().MessageId(messageID).Build()
 	var out *Message
-	err := c.call(ctx, op, "", func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
+	err := c.call(ctx, "get_message", op, "", func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
 		resp, err := c.lark.Im.Message.Get(ctx, req)
 		if err != nil {
 			return nil, larkcore.CodeError{}, err
@@ -372,12 +381,17 @@ func messageFromAPI(it *larkim.Message) *Message {
 }
 
 // call runs one API call with per-chat pacing and bounded waits on rate
-// limits. Other failures are returned at once: the caller's job retries,
+// limits, and counts it under name (a fixed operation name: the metrics
+// label). Other failures are returned at once: the caller's job retries,
 // and the message uuid keeps a retried send from duplicating.
-func (c *Client) call(ctx context.Context, op, chatKey string,
+func (c *Client) call(ctx context.Context, name, op, chatKey string,
 	do func(context.Context) (*larkcore.ApiResp, larkcore.CodeError, error)) error {
+	outcome := "error"
+	defer func() { c.metrics.calls.WithLabelValues(name, outcome).Inc() }()
 	for attempt := 0; ; attempt++ {
-		if err := c.limiter.wait(ctx, chatKey); err != nil {
+		paced, err := c.limiter.wait(ctx, chatKey)
+		c.metrics.pacing(name, paced)
+		if err != nil {
 			return fmt.Errorf("%s: waiting for the chat rate limit: %w", op, err)
 		}
 		raw, ce, err := do(ctx)
@@ -389,6 +403,7 @@ func (c *Client) call(ctx context.Context, op, chatKey string,
 			status = raw.StatusCode
 		}
 		if ce.Code == 0 && status < 300 {
+			outcome = "ok"
 			return nil
 		}
 		apiErr := &APIError{Op: op, HTTPStatus: status, Code: ce.Code, Msg: ce.Msg}
@@ -397,6 +412,11 @@ func (c *Client) call(ctx context.Context, op, chatKey string,
 			if s, err := strconv.Atoi(strings.TrimSpace(raw.Header.Get("x-ogw-ratelimit-reset"))); err == nil && s >= 0 {
 				apiErr.RetryAfter = time.Duration(s) * time.Second
 			}
+		}
+		outcome = "api_error"
+		if apiErr.RateLimited() {
+			outcome = "rate_limited"
+			c.metrics.rateLimited.WithLabelValues(name).Inc()
 		}
 		if !apiErr.RateLimited() || attempt >= c.cfg.MaxRetries || c.cfg.MaxRetries < 0 {
 			return apiErr
@@ -409,6 +429,8 @@ func (c *Client) call(ctx context.Context, op, chatKey string,
 			return apiErr
 		}
 		c.limiter.delay(chatKey, c.clock.Now().Add(wait))
+		c.metrics.waited(name, wait)
+		outcome = "error"
 		if err := c.clock.Sleep(ctx, wait); err != nil {
 			return fmt.Errorf("%s: waiting %s for the rate limit: %w", op, wait, err)
 		}

@@ -21,10 +21,11 @@ func newChatLimiter(interval time.Duration, clock Clock) *chatLimiter {
 	return &chatLimiter{interval: interval, clock: clock, next: map[string]time.Time{}}
 }
 
-// wait blocks until a request to key may go, reserving its slot.
-func (l *chatLimiter) wait(ctx context.Context, key string) error {
+// wait blocks until a request to key may go, reserving its slot, and
+// returns how long it waited.
+func (l *chatLimiter) wait(ctx context.Context, key string) (time.Duration, error) {
 	if key == "" || l.interval <= 0 {
-		return nil
+		return 0, nil
 	}
 	l.mu.Lock()
 	now := l.clock.Now()
@@ -41,7 +42,8 @@ func (l *chatLimiter) wait(ctx context.Context, key string) error {
 		}
 	}
 	l.mu.Unlock()
-	return l.clock.Sleep(ctx, at.Sub(now))
+	d := at.Sub(now)
+	return d, l.clock.Sleep(ctx, d)
 }
 
 // delay pushes the next slot of key to at least until, after a 429.
