@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
@@ -57,6 +58,35 @@ func (auditStore) list(ctx context.Context, q db.Querier, limit int) ([]auditEnt
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("listing the audit log: %w", err)
+	}
+	return out, nil
+}
+
+// forTarget returns the newest entries about target with one of actions
+// first.
+func (auditStore) forTarget(ctx context.Context, q db.Querier, target string, actions []string, limit int) ([]auditEntry, error) {
+	args := []any{target, limit}
+	marks := make([]string, len(actions))
+	for i, a := range actions {
+		args = append(args, a)
+		marks[i] = fmt.Sprintf("$%d", len(args))
+	}
+	rows, err := q.Query(ctx, `SELECT id, created_at, actor, action, target, detail FROM admin_audit
+		WHERE target = $1 AND action IN (`+strings.Join(marks, ", ")+`) ORDER BY id DESC LIMIT $2`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing the audit log of %s: %w", target, err)
+	}
+	defer rows.Close()
+	var out []auditEntry
+	for rows.Next() {
+		var e auditEntry
+		if err := rows.Scan(&e.ID, &e.CreatedAt, &e.Actor, &e.Action, &e.Target, &e.Detail); err != nil {
+			return nil, fmt.Errorf("listing the audit log of %s: %w", target, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing the audit log of %s: %w", target, err)
 	}
 	return out, nil
 }

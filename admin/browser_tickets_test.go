@@ -1,17 +1,20 @@
 package admin
 
 import (
+	"context"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/dbtest"
+	"github.com/superagent-dev/superagent/tickets"
 )
 
 func TestBrowserPauseATicket(t *testing.T) {
 	ctx := browser(t, 1280)
-	w := newTicketWorld(t, dbtest.SQLite(t))
+	d := dbtest.SQLite(t)
+	w := newTicketWorld(t, d)
 	signInBrowser(t, ctx, w.panel.srv.URL, "Ada")
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Navigate(w.panel.srv.URL+"/admin/tickets"),
@@ -35,8 +38,19 @@ func TestBrowserPauseATicket(t *testing.T) {
 	click(t, ctx, `button[value="pause"]`, ".flash-ok")
 	require.Equal(t, "paused", text(t, ctx, "h1 .state"))
 	require.Contains(t, text(t, ctx, ".flash-ok"), "Ticket paused.")
+	require.Contains(t, text(t, ctx, ".pause-now"), "Paused by Ada")
+	require.Contains(t, text(t, ctx, ".pause-now"), "waiting for the release")
+	tk, err := w.store.Ticket(context.Background(), d, w.ticket.ID)
+	require.NoError(t, err)
+	require.Equal(t, tickets.TicketPaused, tk.State, "the real Pauser holds the Ticket in the database")
+	require.Equal(t, &tickets.Pause{By: "Ada", At: worldNow, Reason: "waiting for the release"}, tk.Pause)
 	screenshot(t, ctx, "paused", "")
 
 	click(t, ctx, `button[value="resume"]`, ".flash-ok")
 	require.Equal(t, "open", text(t, ctx, "h1 .state"))
+	require.Contains(t, text(t, ctx, `section[aria-labelledby="pause-h"] table`), "Resumed")
+	tk, err = w.store.Ticket(context.Background(), d, w.ticket.ID)
+	require.NoError(t, err)
+	require.Equal(t, tickets.TicketOpen, tk.State, "resuming lifts the hold in the database")
+	require.Nil(t, tk.Pause)
 }

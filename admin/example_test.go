@@ -31,10 +31,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	store := tickets.New(tickets.Config{})
 	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: logger}, d, prompts, admin.Deps{
-		Tickets:  tickets.New(tickets.Config{}),
+		Tickets:  store,
 		Sessions: sessions,
-		// Pauser: the Executor side, once Tickets can be paused.
+		Pauser:   tickets.NewPauser(d, store),
 	})
 	if err != nil {
 		panic(err)

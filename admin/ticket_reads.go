@@ -10,8 +10,8 @@ import (
 )
 
 // ticketReads are the read-only queries the Ticket pages need that package
-// tickets does not offer yet (a filtered list, a Ticket's Threads and
-// cards). They only read; every write goes through the owning package.
+// tickets does not offer yet (a list filtered by text, a Ticket's cards and
+// hand-backs). They only read; every write goes through the owning package.
 // When tickets grows these reads, the panel should call them instead.
 type ticketReads struct{}
 
@@ -56,27 +56,25 @@ func (ticketReads) list(ctx context.Context, q db.Querier, f ticketFilter) ([]ti
 	return out, nil
 }
 
-// threads lists the Threads a Ticket follows, oldest subscription first.
-func (ticketReads) threads(ctx context.Context, q db.Querier, ticketID int64) ([]tickets.Thread, error) {
-	rows, err := q.Query(ctx, `SELECT th.id, th.source, th.key, th.repo, th.number, th.title, th.head_ref, th.bot_spoke,
-		th.created_at, th.updated_at
-		FROM subscriptions s JOIN threads th ON th.id = s.thread_id
-		WHERE s.ticket_id = $1 ORDER BY s.created_at, th.id`, ticketID)
+// handBacks lists the cards a Ticket handed back, newest first
+// (tickets.Store.HandBacks reads them by card only).
+func (ticketReads) handBacks(ctx context.Context, q db.Querier, ticketID int64) ([]tickets.HandBack, error) {
+	rows, err := q.Query(ctx, `SELECT card_id, ticket_id, reason, created_at FROM hand_backs
+		WHERE ticket_id = $1 ORDER BY created_at DESC, card_id DESC`, ticketID)
 	if err != nil {
-		return nil, fmt.Errorf("listing threads of ticket %d: %w", ticketID, err)
+		return nil, fmt.Errorf("listing hand-backs of ticket %d: %w", ticketID, err)
 	}
 	defer rows.Close()
-	var out []tickets.Thread
+	var out []tickets.HandBack
 	for rows.Next() {
-		var t tickets.Thread
-		if err := rows.Scan(&t.ID, &t.Source, &t.Key, &t.Repo, &t.Number, &t.Title, &t.HeadRef, &t.BotSpoke,
-			&t.CreatedAt, &t.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("listing threads of ticket %d: %w", ticketID, err)
+		var h tickets.HandBack
+		if err := rows.Scan(&h.CardID, &h.TicketID, &h.Reason, &h.CreatedAt); err != nil {
+			return nil, fmt.Errorf("listing hand-backs of ticket %d: %w", ticketID, err)
 		}
-		out = append(out, t)
+		out = append(out, h)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing threads of ticket %d: %w", ticketID, err)
+		return nil, fmt.Errorf("listing hand-backs of ticket %d: %w", ticketID, err)
 	}
 	return out, nil
 }

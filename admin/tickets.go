@@ -58,6 +58,14 @@ type ticketPage struct {
 	Threads  []tickets.Thread
 	Cards    []tickets.Card
 	Sessions []sessionView
+	// Reports and Messages are newest first.
+	Reports   []tickets.Report
+	HandBacks []tickets.HandBack
+	Notes     []string
+	Messages  []tickets.Outgoing
+	// Pauses are the pauses and resumes made in the panel, newest first;
+	// package tickets keeps only the current pause.
+	Pauses []auditEntry
 	// Totals is the usage of all the Ticket's Sessions; nil without a
 	// session store.
 	Totals    *session.Totals
@@ -99,7 +107,10 @@ func (a *Admin) getTicket(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := ticketPage{Ticket: t, CanPause: a.deps.Pauser != nil}
-	if p.Threads, err = a.reads.threads(ctx, a.db, id); err != nil {
+	if p.Threads, err = a.deps.Tickets.TicketThreads(ctx, a.db, id); err != nil {
+		return err
+	}
+	if err := a.readTicketRecord(ctx, id, &p); err != nil {
 		return err
 	}
 	cardIDs, err := a.reads.cardIDs(ctx, a.db, id, 100)
@@ -142,6 +153,32 @@ func (a *Admin) getTicket(w http.ResponseWriter, r *http.Request) error {
 	return a.render(w, r, http.StatusOK, "ticket.html", pageData{Title: "Ticket " + strconv.FormatInt(id, 10) + ": " + t.Title, Nav: "tickets", Data: p})
 }
 
+// readTicketRecord fills in what the Ticket's Executor and the service
+// recorded: Reports, hand-backs, notes, messages sent and the panel's
+// pauses.
+func (a *Admin) readTicketRecord(ctx context.Context, id int64, p *ticketPage) error {
+	st := a.deps.Tickets
+	var err error
+	if p.Reports, err = st.Reports(ctx, a.db, id); err != nil {
+		return err
+	}
+	slices.Reverse(p.Reports)
+	if p.HandBacks, err = a.reads.handBacks(ctx, a.db, id); err != nil {
+		return err
+	}
+	if p.Notes, err = st.Notes(ctx, a.db, id); err != nil {
+		return err
+	}
+	if p.Messages, err = st.Outgoings(ctx, a.db, id); err != nil {
+		return err
+	}
+	slices.Reverse(p.Messages)
+	p.Pauses, err = a.audit.forTarget(ctx, a.db, ticketTarget(id), []string{actionPauseTicket, actionResume}, 50)
+	return err
+}
+
+func ticketTarget(id int64) string { return "ticket " + strconv.FormatInt(id, 10) }
+
 func (a *Admin) postTicket(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id, err := a.ticketID(r)
@@ -152,20 +189,20 @@ func (a *Admin) postTicket(w http.ResponseWriter, r *http.Request) error {
 		return httpserver.Errorf(http.StatusNotImplemented, "Pausing Tickets is not available in this process.")
 	}
 	actor := currentSession(ctx).Actor
-	target := "ticket " + strconv.FormatInt(id, 10)
+	target := ticketTarget(id)
 	url := "/admin/tickets/" + strconv.FormatInt(id, 10)
 	entry := auditEntry{CreatedAt: a.cfg.Now(), Actor: actor, Target: target}
 	switch r.PostFormValue("action") {
 	case "pause":
 		reason := strings.TrimSpace(r.PostFormValue("reason"))
 		if err := a.deps.Pauser.Pause(ctx, id, actor, reason); err != nil {
-			return err
+			return pauseError(err)
 		}
 		entry.Action, entry.Detail = actionPauseTicket, reason
 		url = withQuery(url, "done", "paused")
 	case "resume":
 		if err := a.deps.Pauser.Resume(ctx, id, actor); err != nil {
-			return err
+			return pauseError(err)
 		}
 		entry.Action = actionResume
 		url = withQuery(url, "done", "resumed")
@@ -176,4 +213,15 @@ func (a *Admin) postTicket(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return redirect(w, r, url)
+}
+
+// pauseError turns the Pauser's refusals into messages a person can act on.
+func pauseError(err error) error {
+	switch {
+	case errors.Is(err, tickets.ErrEnded):
+		return &httpserver.Error{Status: http.StatusConflict, Message: "The Ticket has ended, so there is nothing to pause.", Err: err}
+	case errors.Is(err, tickets.ErrNotFound):
+		return &httpserver.Error{Status: http.StatusNotFound, Message: "There is no such Ticket.", Err: err}
+	}
+	return err
 }

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,36 +22,29 @@ import (
 	"github.com/superagent-dev/superagent/tickets"
 )
 
-// statePauser is a hand-written Pauser for tests: it records the hold in
-// the Ticket's state, as the component that runs Executors will.
-type statePauser struct{ d *db.DB }
-
-func (p statePauser) Pause(ctx context.Context, id int64, _, _ string) error {
-	_, err := p.d.Exec(ctx, `UPDATE tickets SET state = 'paused' WHERE id = $1`, id)
-	return err
-}
-
-func (p statePauser) Resume(ctx context.Context, id int64, _ string) error {
-	_, err := p.d.Exec(ctx, `UPDATE tickets SET state = 'open' WHERE id = $1`, id)
-	return err
-}
-
 // ticketWorld is a Ticket that an Executor Session worked on, through the
-// real session runtime and a fake model.
+// real session runtime and a fake model, in a panel wired as main wires it:
+// the real tickets.Pauser pauses and resumes.
 type ticketWorld struct {
 	panel  *panel
+	store  *tickets.Store
 	ticket tickets.Ticket
 }
+
+// worldNow is the tickets store's clock in a ticketWorld.
+var worldNow = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 func newTicketWorld(t *testing.T, d *db.DB) ticketWorld {
 	t.Helper()
 	ctx := context.Background()
-	store := tickets.New(tickets.Config{})
+	store := tickets.New(tickets.Config{Now: func() time.Time { return worldNow }})
 	sessions := session.NewStore(d, nil, nil)
-	p := newPanel(t, d, promptparts.BuiltinDefaults(), Deps{Tickets: store, Sessions: sessions, Pauser: statePauser{d}})
+	p := newPanel(t, d, promptparts.BuiltinDefaults(), Deps{Tickets: store, Sessions: sessions, Pauser: tickets.NewPauser(d, store)})
 	saveAs(t, p, "ada", `{"base_revision": 0, "sections": {"ticket_scope": {"text": "Small steps."}}}`)
 
-	tk, err := store.CreateTicket(ctx, d, tickets.Ticket{Title: "Fix the flaky login test", Repo: "acme/web", Branch: "superagent/fix-login-test"})
+	tk, err := store.CreateTicket(ctx, d, tickets.Ticket{Title: "Fix the flaky login test", Repo: "acme/web", Branch: "superagent/fix-login-test",
+		Mandate: tickets.Mandate{RequestedBy: &tickets.Author{ID: "7", Login: "grace", Type: tickets.AuthorUser, Permission: "write"},
+			Source: tickets.SourceGitHub, Repos: []string{"acme/web"}, Actions: []string{"reply", "branch", "pull_request"}}})
 	require.NoError(t, err)
 	_, err = store.CreateTicket(ctx, d, tickets.Ticket{Title: "Upgrade the linter", Repo: "acme/tools", State: tickets.TicketDone})
 	require.NoError(t, err)
@@ -82,7 +77,7 @@ func newTicketWorld(t *testing.T, d *db.DB) ticketWorld {
 	require.NoError(t, err)
 	_, err = rt.Run(ctx, s.ID, tools, session.RunOptions{})
 	require.NoError(t, err)
-	return ticketWorld{panel: p, ticket: tk}
+	return ticketWorld{panel: p, store: store, ticket: tk}
 }
 
 func TestTicketPages(t *testing.T) {
@@ -115,9 +110,10 @@ func TestTicketPages(t *testing.T) {
 
 		res = c.post(path, url.Values{"csrf": {c.csrf()}, "action": {"pause"}, "reason": {"waiting for the release"}})
 		require.Equal(t, path+"?done=paused", res.location)
-		tk, err := tickets.New(tickets.Config{}).Ticket(context.Background(), d, w.ticket.ID)
+		tk, err := w.store.Ticket(context.Background(), d, w.ticket.ID)
 		require.NoError(t, err)
 		require.Equal(t, tickets.TicketPaused, tk.State)
+		require.Equal(t, &tickets.Pause{By: "ada", At: worldNow, Reason: "waiting for the release"}, tk.Pause)
 		entries, err := w.panel.admin.audit.list(context.Background(), d, 1)
 		require.NoError(t, err)
 		require.Equal(t, auditEntry{ID: entries[0].ID, CreatedAt: entries[0].CreatedAt, Actor: "ada", Action: actionPauseTicket,
@@ -128,3 +124,157 @@ func TestTicketPages(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// admitCard stores a card on key as ingestion would, for records that
+// point at a card.
+func admitCard(t *testing.T, d *db.DB, store *tickets.Store, key string) tickets.Card {
+	t.Helper()
+	ctx := context.Background()
+	var card tickets.Card
+	require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
+		var delivery int64
+		if err := tx.QueryRow(ctx, `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
+VALUES ('github', $1, 'issue_comment', $2, $3, 'processed') RETURNING id`, key, []byte("{}"), worldNow).Scan(&delivery); err != nil {
+			return err
+		}
+		var err error
+		card, err = store.Admit(ctx, tx, tickets.NewCard{DeliveryID: delivery, Source: tickets.SourceGitHub, Kind: "comment",
+			Thread: tickets.Thread{Source: tickets.SourceGitHub, Key: key, Repo: "acme/web", Number: 43, Title: "Dark mode"},
+			Author: tickets.Author{ID: "9", Login: "linus", Type: tickets.AuthorUser, Permission: "read"},
+			Text:   "Could we also add dark mode?"}, 0)
+		return err
+	}))
+	return card
+}
+
+func TestTicketRecord(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		w := newTicketWorld(t, d)
+		st := w.store
+		id := w.ticket.ID
+		c := w.panel.client(t)
+		c.signIn("ada")
+		path := "/admin/tickets/" + itoa(id)
+
+		t.Run("empty", func(t *testing.T) {
+			body := html.UnescapeString(c.get(path).body)
+			require.Contains(t, body, "Explicit: a person asked the bot")
+			require.Contains(t, body, "No Report yet.")
+			require.Contains(t, body, "Nothing sent for this Ticket yet.")
+			require.NotContains(t, body, `id="handbacks-h"`)
+			require.NotContains(t, body, `id="pauses-h"`)
+		})
+
+		_, err := st.AddReport(ctx, d, tickets.Report{TicketID: id, State: tickets.ReportProgress, Summary: "Found the fixed sleep in TestLogin."})
+		require.NoError(t, err)
+		_, err = st.AddReport(ctx, d, tickets.Report{TicketID: id, State: tickets.ReportBlocked, Summary: "CI cannot reach the staging database.",
+			HumanAction: "May I skip the staging check for this pull request?"})
+		require.NoError(t, err)
+		card := admitCard(t, d, st, "github:acme/web#43")
+		_, err = st.AddHandBack(ctx, d, tickets.HandBack{CardID: card.ID, TicketID: id, Reason: "dark mode is a separate request"})
+		require.NoError(t, err)
+		require.NoError(t, st.AddNote(ctx, d, id, "Keep the change to the test file."))
+		sent, err := st.RecordIntent(ctx, d, tickets.Outgoing{Key: "react-1", TicketID: id, Source: tickets.SourceGitHub, Kind: "reaction", Target: "comment 5001", Body: "eyes"})
+		require.NoError(t, err)
+		won, err := st.ClaimIntent(ctx, d, sent.ID)
+		require.NoError(t, err)
+		require.True(t, won)
+		require.NoError(t, st.FinishIntent(ctx, d, sent.ID, nil))
+		_, err = st.RecordIntent(ctx, d, tickets.Outgoing{Key: "comment-1", TicketID: id, Source: tickets.SourceGitHub, Kind: "comment", Target: "acme/web#42", Body: "Working on it."})
+		require.NoError(t, err)
+		inferred, err := st.CreateTicket(ctx, d, tickets.Ticket{Title: "Retry the failing deploy", Repo: "acme/web", State: tickets.TicketWaiting,
+			Origin: tickets.OriginInferred, Rules: []string{"ci-failures", "deploys"}, Proposal: true,
+			Mandate: tickets.Mandate{Source: tickets.SourceGitHub, Rules: []string{"ci-failures", "deploys"}, Repos: []string{"acme/web"}, Actions: []string{"reply"}}})
+		require.NoError(t, err)
+
+		t.Run("explicit ticket", func(t *testing.T) {
+			res := c.get(path)
+			require.Equal(t, http.StatusOK, res.status)
+			body := html.UnescapeString(res.body)
+			require.Contains(t, body, "Explicit: a person asked the bot")
+			require.Contains(t, body, "<dt>Proposal</dt><dd>No</dd>")
+			require.Contains(t, body, `<dt>Asked by</dt><dd>grace <span class="muted">(write on the repository)</span> on github</dd>`)
+			require.Contains(t, body, "<dt>Repositories</dt><dd><code>acme/web</code></dd>")
+			require.Contains(t, body, "<dt>May</dt><dd>reply, branch, pull_request</dd>")
+
+			blocked := strings.Index(body, "CI cannot reach the staging database.")
+			progress := strings.Index(body, "Found the fixed sleep in TestLogin.")
+			require.Positive(t, blocked)
+			require.Positive(t, progress)
+			require.Less(t, blocked, progress, "the newest Report comes first")
+			require.Contains(t, body, `<span class="state state-blocked">blocked</span>`)
+			require.Contains(t, body, "May I skip the staging check for this pull request?")
+
+			require.Contains(t, body, "2026-11-30 09:00 UTC: card "+itoa(card.ID)+": dark mode is a separate request")
+			require.Contains(t, body, "<li>Keep the change to the test file.</li>")
+
+			pending := strings.Index(body, "<code>acme/web#42</code>")
+			reaction := strings.Index(body, "<code>comment 5001</code>")
+			require.Positive(t, pending)
+			require.Positive(t, reaction)
+			require.Less(t, pending, reaction, "the newest message comes first")
+			require.Contains(t, body, "github reaction")
+			require.Contains(t, body, `<span class="state state-sent">sent</span>`)
+			require.Contains(t, body, `<span class="state state-pending">pending</span>`)
+		})
+
+		t.Run("inferred proposal", func(t *testing.T) {
+			body := html.UnescapeString(c.get("/admin/tickets/" + itoa(inferred.ID)).body)
+			require.Contains(t, body, "Inferred: admitted by policy rules <code>ci-failures</code>, <code>deploys</code>")
+			require.Contains(t, body, "Proposed: waits for a person to accept it")
+			require.Contains(t, body, "nobody: no person asked")
+			require.Contains(t, body, "<dt>Rules</dt><dd><code>ci-failures</code>, <code>deploys</code></dd>")
+		})
+
+		t.Run("pause and resume", func(t *testing.T) {
+			res := c.post(path, url.Values{"csrf": {c.csrf()}, "action": {"pause"}, "reason": {"waiting for the release"}})
+			require.Equal(t, path+"?done=paused", res.location)
+			body := html.UnescapeString(c.get(path).body)
+			require.Contains(t, body, `<span class="state state-paused">paused</span>`)
+			require.Contains(t, body, "Paused by <strong>ada</strong> on 2026-11-30 09:00 UTC: waiting for the release.")
+			require.Contains(t, body, `value="resume"`)
+			require.NotContains(t, body, `value="pause"`)
+
+			res = c.post(path, url.Values{"csrf": {c.csrf()}, "action": {"resume"}})
+			require.Equal(t, path+"?done=resumed", res.location)
+			tk, err := st.Ticket(ctx, d, id)
+			require.NoError(t, err)
+			require.Equal(t, tickets.TicketOpen, tk.State)
+			require.Nil(t, tk.Pause)
+			body = html.UnescapeString(c.get(path).body)
+			require.NotContains(t, body, "Paused by")
+			require.Contains(t, body, `value="pause"`)
+			resumed := strings.Index(body, "<td>Resumed</td>")
+			paused := strings.Index(body, "<td>Paused: waiting for the release</td>")
+			require.Positive(t, resumed)
+			require.Positive(t, paused)
+			require.Less(t, resumed, paused, "the newest pause or resume comes first")
+		})
+
+		t.Run("an ended ticket cannot be paused", func(t *testing.T) {
+			require.NoError(t, st.Cancel(ctx, d, inferred.ID))
+			other := "/admin/tickets/" + itoa(inferred.ID)
+			body := c.get(other).body
+			require.Contains(t, body, "The Ticket has ended, so it cannot be paused.")
+			require.NotContains(t, body, `value="pause"`)
+			res := c.post(other, url.Values{"csrf": {c.csrf()}, "action": {"pause"}})
+			require.Equal(t, http.StatusConflict, res.status)
+			require.Contains(t, res.body, "The Ticket has ended, so there is nothing to pause.")
+		})
+	})
+}
+
+func TestTicketPageWithoutPauser(t *testing.T) {
+	d := dbtest.SQLite(t)
+	store := tickets.New(tickets.Config{})
+	tk, err := store.CreateTicket(context.Background(), d, tickets.Ticket{Title: "Fix the flaky login test"})
+	require.NoError(t, err)
+	p := newPanel(t, d, promptparts.BuiltinDefaults(), Deps{Tickets: store})
+	c := p.client(t)
+	c.signIn("ada")
+	body := c.get("/admin/tickets/" + itoa(tk.ID)).body
+	require.Contains(t, body, "Pausing Tickets is not available in this process.")
+	require.NotContains(t, body, `name="action"`)
+	require.Contains(t, body, "Sessions are not available in this process.")
+}
