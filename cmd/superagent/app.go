@@ -81,12 +81,12 @@ func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (
 	queue.AddWorker(a.queue, probe.NewWorker(d, a.queue.ID(), time.Now))
 
 	if cfg.GitHubAppID != 0 && len(cfg.GitHubPrivateKeyPEM) > 0 {
-		if a.github, err = githubapp.New(githubapp.Config{AppID: cfg.GitHubAppID, PrivateKey: cfg.GitHubPrivateKeyPEM, BaseURL: cfg.GitHubAPIURL}); err != nil {
+		if a.github, err = githubapp.New(githubapp.Config{AppID: cfg.GitHubAppID, PrivateKey: cfg.GitHubPrivateKeyPEM, BaseURL: cfg.GitHubAPIURL, Registerer: a.registry}); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.FeishuAppID != "" && cfg.FeishuAppSecret != "" {
-		if a.feishu, err = feishu.New(feishu.Config{AppID: cfg.FeishuAppID, AppSecret: cfg.FeishuAppSecret, BaseURL: cfg.FeishuBaseURL}, feishu.SystemClock(), logger); err != nil {
+		if a.feishu, err = feishu.New(feishu.Config{AppID: cfg.FeishuAppID, AppSecret: cfg.FeishuAppSecret, BaseURL: cfg.FeishuBaseURL, Registerer: a.registry}, feishu.SystemClock(), logger); err != nil {
 			return nil, err
 		}
 	}

@@ -110,10 +110,20 @@ func start(t *testing.T, name string, env map[string]string, command string) *pr
 			<-p.done
 		}
 		if t.Failed() {
-			t.Logf("%s stderr:\n%s", p.name, tail(p.stderr.String(), 40))
+			t.Logf("%s stderr (access logs left out):\n%s", p.name, tail(withoutAccessLogs(p.stderr.String()), 60))
 		}
 	})
 	return p
+}
+
+func withoutAccessLogs(s string) string {
+	var keep []string
+	for _, line := range strings.Split(s, "\n") {
+		if !strings.Contains(line, `"msg":"http request"`) {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 func tail(s string, n int) string {

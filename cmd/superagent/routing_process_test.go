@@ -96,7 +96,7 @@ func TestRequestIsRoutedIntoATicket(t *testing.T) {
 				}
 			}
 		})
-		waitFor(t, time.Minute, "the request to become a Ticket", func() bool {
+		waitFor(t, 2*time.Minute, "the request to become a Ticket", func() bool {
 			list.Tickets = nil
 			getJSON(t, "http://"+p.addr+"/api/tickets", token, &list)
 			return len(list.Tickets) == 1
