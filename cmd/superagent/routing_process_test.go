@@ -110,6 +110,14 @@ func TestRequestIsRoutedIntoATicket(t *testing.T) {
 			}
 			return false
 		})
+		metrics, err := http.Get("http://" + p.addr + "/metrics")
+		require.NoError(t, err)
+		exposition, err := io.ReadAll(metrics.Body)
+		_ = metrics.Body.Close()
+		require.NoError(t, err)
+		for _, name := range []string{"superagent_github_requests_total", "superagent_main_candidates_per_request", "superagent_jobs_finished_total"} {
+			require.Contains(t, string(exposition), name)
+		}
 		reqs := model.Requests()
 		require.NotEmpty(t, reqs)
 		require.Equal(t, "router-model", reqs[0].Model)
