@@ -3,6 +3,8 @@ package feishu
 import (
 	"context"
 	"time"
+
+	"github.com/superagent-dev/superagent/internal/clock"
 )
 
 // Clock is the time source of a Client: tests pass a fake so rate-limit
@@ -20,16 +22,4 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (systemClock) Sleep(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, d) }

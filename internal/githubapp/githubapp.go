@@ -20,6 +20,8 @@ import (
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v66/github"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/superagent-dev/superagent/internal/clock"
 )
 
 // DefaultBaseURL is the REST API root of github.com.
@@ -102,7 +104,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.MaxRetryWait = time.Minute
 	}
 	if cfg.Wait == nil {
-		cfg.Wait = wait
+		cfg.Wait = clock.Sleep
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

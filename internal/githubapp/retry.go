@@ -71,17 +71,3 @@ func retryAfter(h http.Header, now time.Time, attempt int) time.Duration {
 	}
 	return time.Duration(1<<attempt) * time.Second
 }
-
-func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

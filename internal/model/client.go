@@ -19,6 +19,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/superagent-dev/superagent/internal/clock"
 )
 
 // Replay says whether reasoning text is sent back to the provider.
@@ -140,7 +142,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = clock.Sleep
 	}
 	if cfg.Random == nil {
 		cfg.Random = rand.Float64

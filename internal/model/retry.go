@@ -1,7 +1,6 @@
 package model
 
 import (
-	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -66,19 +65,4 @@ func backoff(attempt int, base, max time.Duration, random func() float64) time.D
 		d = float64(max)
 	}
 	return time.Duration(d/2 + random()*d/2)
-}
-
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/superagent-dev/superagent/internal/clock"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/queue"
 )
@@ -50,14 +51,8 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if err := w.record(ctx, job.ID, "started"); err != nil {
 		return err
 	}
-	if job.Args.Sleep > 0 {
-		t := time.NewTimer(job.Args.Sleep)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
+	if err := clock.Sleep(ctx, job.Args.Sleep); err != nil {
+		return err
 	}
 	return w.record(ctx, job.ID, "completed")
 }
