@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/feishu"
+	"github.com/superagent-dev/superagent/internal/metrictest"
 	fakefeishu "github.com/superagent-dev/superagent/internal/testfake/feishu"
 )
 
@@ -22,36 +23,6 @@ func setupMetrics(t *testing.T) (*feishu.Client, *fakefeishu.Server, *fakeClock,
 	return c, srv, clock, reg
 }
 
-// value reads one counter sample from reg; 0 when absent. (prometheus/testutil
-// would do, but its diff dependency is not in go.sum.)
-func value(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	want := map[string]string{}
-	for i := 0; i+1 < len(labels); i += 2 {
-		want[labels[i]] = labels[i+1]
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			if len(m.GetLabel()) != len(want) {
-				continue
-			}
-			for _, l := range m.GetLabel() {
-				if want[l.GetName()] != l.GetValue() {
-					continue next
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
 func TestMetricsRateLimitAndRetry(t *testing.T) {
 	c, srv, _, reg := setupMetrics(t)
 	ctx := context.Background()
@@ -60,23 +31,23 @@ func TestMetricsRateLimitAndRetry(t *testing.T) {
 
 	_, err := c.React(ctx, m.ID, "oc_1", feishu.EmojiOnIt)
 	require.NoError(t, err)
-	require.Equal(t, 2.0, value(t, reg, "superagent_feishu_rate_limited_total", "operation", "react"))
-	require.Equal(t, 2.0, value(t, reg, "superagent_feishu_rate_limit_waits_total", "operation", "react"))
-	require.Equal(t, 6.0, value(t, reg, "superagent_feishu_rate_limit_wait_seconds_total", "operation", "react"))
-	require.Equal(t, 1.0, value(t, reg, "superagent_feishu_calls_total", "operation", "react", "outcome", "ok"))
+	require.Equal(t, 2.0, metrictest.Value(t, reg, "superagent_feishu_rate_limited_total", "operation", "react"))
+	require.Equal(t, 2.0, metrictest.Value(t, reg, "superagent_feishu_rate_limit_waits_total", "operation", "react"))
+	require.Equal(t, 6.0, metrictest.Value(t, reg, "superagent_feishu_rate_limit_wait_seconds_total", "operation", "react"))
+	require.Equal(t, 1.0, metrictest.Value(t, reg, "superagent_feishu_calls_total", "operation", "react", "outcome", "ok"))
 
 	// Still limited after the retries: the call's outcome is rate_limited.
 	srv.RateLimit(http.MethodGet, "/open-apis/bot/v3/info", 1, 3600)
 	_, err = c.BotInfo(ctx)
 	require.Error(t, err)
-	require.Equal(t, 1.0, value(t, reg, "superagent_feishu_calls_total", "operation", "bot_info", "outcome", "rate_limited"))
-	require.Equal(t, 1.0, value(t, reg, "superagent_feishu_rate_limited_total", "operation", "bot_info"))
-	require.Equal(t, 0.0, value(t, reg, "superagent_feishu_rate_limit_waits_total", "operation", "bot_info"))
+	require.Equal(t, 1.0, metrictest.Value(t, reg, "superagent_feishu_calls_total", "operation", "bot_info", "outcome", "rate_limited"))
+	require.Equal(t, 1.0, metrictest.Value(t, reg, "superagent_feishu_rate_limited_total", "operation", "bot_info"))
+	require.Equal(t, 0.0, metrictest.Value(t, reg, "superagent_feishu_rate_limit_waits_total", "operation", "bot_info"))
 
 	srv.Fail(http.MethodGet, "/open-apis/im/v1/messages/", 1, fakefeishu.Failure{Code: 230002, Msg: "no"})
 	_, err = c.GetMessage(ctx, m.ID)
 	require.Error(t, err)
-	require.Equal(t, 1.0, value(t, reg, "superagent_feishu_calls_total", "operation", "get_message", "outcome", "api_error"))
+	require.Equal(t, 1.0, metrictest.Value(t, reg, "superagent_feishu_calls_total", "operation", "get_message", "outcome", "api_error"))
 }
 
 func TestMetricsChatPacing(t *testing.T) {
@@ -88,9 +59,9 @@ func TestMetricsChatPacing(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Len(t, clock.Slept(), 2)
-	require.Equal(t, 2.0, value(t, reg, "superagent_feishu_chat_pacing_waits_total", "operation", "send"))
-	require.InDelta(t, 0.4, value(t, reg, "superagent_feishu_chat_pacing_wait_seconds_total", "operation", "send"), 1e-9)
-	require.Equal(t, 4.0, value(t, reg, "superagent_feishu_calls_total", "operation", "send", "outcome", "ok"))
+	require.Equal(t, 2.0, metrictest.Value(t, reg, "superagent_feishu_chat_pacing_waits_total", "operation", "send"))
+	require.InDelta(t, 0.4, metrictest.Value(t, reg, "superagent_feishu_chat_pacing_wait_seconds_total", "operation", "send"), 1e-9)
+	require.Equal(t, 4.0, metrictest.Value(t, reg, "superagent_feishu_calls_total", "operation", "send", "outcome", "ok"))
 }
 
 func TestMetricsSharedRegistry(t *testing.T) {

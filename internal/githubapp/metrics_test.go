@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/githubapp"
+	"github.com/superagent-dev/superagent/internal/metrictest"
 	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
 )
 
@@ -56,38 +57,6 @@ func setupMetrics(t *testing.T, cfg githubapp.Config) (*githubapp.Client, *fakeg
 	return c, fake, reg, clock
 }
 
-// value reads one sample of a counter or gauge from reg; 0 when absent.
-func value(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	want := map[string]string{}
-	for i := 0; i+1 < len(labels); i += 2 {
-		want[labels[i]] = labels[i+1]
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			if len(m.GetLabel()) != len(want) {
-				continue
-			}
-			for _, l := range m.GetLabel() {
-				if want[l.GetName()] != l.GetValue() {
-					continue next
-				}
-			}
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
-}
-
 // series counts the series of one metric in reg. (prometheus/testutil
 // would do, but its diff dependency is not in go.sum.)
 func series(t *testing.T, reg *prometheus.Registry, name string) int {
@@ -114,15 +83,15 @@ func TestMetricsCountRateLimitedRetry(t *testing.T) {
 	require.Equal(t, "write", p)
 	require.Equal(t, []time.Duration{7 * time.Second}, clock.Waits())
 
-	require.Equal(t, 1.0, value(t, reg, "superagent_github_rate_limited_total", "installation", "42", "reason", "too_many_requests"))
-	require.Equal(t, 1.0, value(t, reg, "superagent_github_rate_limit_waits_total", "installation", "42", "reason", "retry_after"))
-	require.Equal(t, 7.0, value(t, reg, "superagent_github_rate_limit_wait_seconds_total", "installation", "42", "reason", "retry_after"))
-	require.Equal(t, 1.0, value(t, reg, "superagent_github_requests_total", "installation", "42", "method", "read", "status", "4xx"))
-	require.Equal(t, 1.0, value(t, reg, "superagent_github_requests_total", "installation", "42", "method", "read", "status", "2xx"))
+	require.Equal(t, 1.0, metrictest.Value(t, reg, "superagent_github_rate_limited_total", "installation", "42", "reason", "too_many_requests"))
+	require.Equal(t, 1.0, metrictest.Value(t, reg, "superagent_github_rate_limit_waits_total", "installation", "42", "reason", "retry_after"))
+	require.Equal(t, 7.0, metrictest.Value(t, reg, "superagent_github_rate_limit_wait_seconds_total", "installation", "42", "reason", "retry_after"))
+	require.Equal(t, 1.0, metrictest.Value(t, reg, "superagent_github_requests_total", "installation", "42", "method", "read", "status", "4xx"))
+	require.Equal(t, 1.0, metrictest.Value(t, reg, "superagent_github_requests_total", "installation", "42", "method", "read", "status", "2xx"))
 	// The token mint is the App's own request, not paced and not the installation's.
-	require.Equal(t, 1.0, value(t, reg, "superagent_github_requests_total", "installation", "app", "method", "write", "status", "2xx"))
+	require.Equal(t, 1.0, metrictest.Value(t, reg, "superagent_github_requests_total", "installation", "app", "method", "write", "status", "2xx"))
 	require.Equal(t, float64(fakegithub.RateLimit-2),
-		value(t, reg, "superagent_github_rate_limit_remaining", "installation", "42", "resource", "core"))
+		metrictest.Value(t, reg, "superagent_github_rate_limit_remaining", "installation", "42", "resource", "core"))
 }
 
 func TestMetricsCountSecondaryLimit(t *testing.T) {
@@ -134,7 +103,7 @@ func TestMetricsCountSecondaryLimit(t *testing.T) {
 	var abuse *github.AbuseRateLimitError
 	require.ErrorAs(t, err, &abuse, "the body read for the metric is still there for go-github")
 	require.Empty(t, clock.Waits())
-	require.Equal(t, 1.0, value(t, reg, "superagent_github_rate_limited_total", "installation", "42", "reason", "secondary"))
+	require.Equal(t, 1.0, metrictest.Value(t, reg, "superagent_github_rate_limited_total", "installation", "42", "reason", "secondary"))
 
 	// A plain 403 is not a rate limit.
 	fake.FailNext(http.MethodGet, path, fakegithub.Fault{Status: http.StatusForbidden, Body: `{"message":"Resource not accessible by integration"}`})
@@ -172,10 +141,10 @@ func TestWritesArePacedPerInstallation(t *testing.T) {
 	comment(8, 0)
 	require.Len(t, clock.Waits(), 5)
 
-	require.Equal(t, 5.0, value(t, reg, "superagent_github_rate_limit_waits_total", "installation", "7", "reason", "pacing"))
-	require.InDelta(t, 3.75, value(t, reg, "superagent_github_rate_limit_wait_seconds_total", "installation", "7", "reason", "pacing"), 1e-9)
-	require.Equal(t, 85.0, value(t, reg, "superagent_github_requests_total", "installation", "7", "method", "write", "status", "2xx"))
-	require.Equal(t, 0.0, value(t, reg, "superagent_github_rate_limited_total", "installation", "7", "reason", "too_many_requests"))
+	require.Equal(t, 5.0, metrictest.Value(t, reg, "superagent_github_rate_limit_waits_total", "installation", "7", "reason", "pacing"))
+	require.InDelta(t, 3.75, metrictest.Value(t, reg, "superagent_github_rate_limit_wait_seconds_total", "installation", "7", "reason", "pacing"), 1e-9)
+	require.Equal(t, 85.0, metrictest.Value(t, reg, "superagent_github_requests_total", "installation", "7", "method", "write", "status", "2xx"))
+	require.Equal(t, 0.0, metrictest.Value(t, reg, "superagent_github_rate_limited_total", "installation", "7", "reason", "too_many_requests"))
 }
 
 func TestWritesPacedByTheHourlyBudget(t *testing.T) {
