@@ -1,10 +1,11 @@
 package webhooks
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/superagent-dev/superagent/internal/metric"
 )
 
 type metrics struct {
@@ -19,12 +20,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"source", "event", "outcome"}),
 	}
 	if reg != nil {
-		if err := reg.Register(m.deliveries); err != nil {
-			var already prometheus.AlreadyRegisteredError
-			if !errors.As(err, &already) {
-				return nil, fmt.Errorf("registering webhook metrics: %w", err)
-			}
-			m.deliveries = already.ExistingCollector.(*prometheus.CounterVec)
+		var err error
+		if m.deliveries, err = metric.Register(reg, m.deliveries); err != nil {
+			return nil, fmt.Errorf("registering webhook metrics: %w", err)
 		}
 	}
 	return m, nil

@@ -1,11 +1,12 @@
 package feishu
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/superagent-dev/superagent/internal/metric"
 )
 
 // metrics of outgoing Feishu calls. The collectors always exist; they are
@@ -52,18 +53,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	for _, c := range []**prometheus.CounterVec{&m.calls, &m.rateLimited, &m.waits, &m.waitSeconds, &m.paced, &m.pacedSeconds} {
-		if err := reg.Register(*c); err != nil {
-			var already prometheus.AlreadyRegisteredError
-			existing, ok := (*prometheus.CounterVec)(nil), false
-			if errors.As(err, &already) {
-				existing, ok = already.ExistingCollector.(*prometheus.CounterVec)
-			}
-			if !ok {
-				return nil, fmt.Errorf("registering feishu client metrics: %w", err)
-			}
-			// Several Clients on one registry share the metrics.
-			*c = existing
+		// Several Clients on one registry share the metrics.
+		shared, err := metric.Register(reg, *c)
+		if err != nil {
+			return nil, fmt.Errorf("registering feishu client metrics: %w", err)
 		}
+		*c = shared
 	}
 	return m, nil
 }

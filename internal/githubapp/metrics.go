@@ -2,7 +2,6 @@ package githubapp
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/superagent-dev/superagent/internal/metric"
 )
 
 // metrics of outgoing GitHub calls. The collectors always exist; they are
@@ -51,34 +52,29 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.requests, err = register(reg, m.requests); err != nil {
+	if m.requests, err = registerGitHub(reg, m.requests); err != nil {
 		return nil, err
 	}
-	if m.rateLimited, err = register(reg, m.rateLimited); err != nil {
+	if m.rateLimited, err = registerGitHub(reg, m.rateLimited); err != nil {
 		return nil, err
 	}
-	if m.waits, err = register(reg, m.waits); err != nil {
+	if m.waits, err = registerGitHub(reg, m.waits); err != nil {
 		return nil, err
 	}
-	if m.waitSeconds, err = register(reg, m.waitSeconds); err != nil {
+	if m.waitSeconds, err = registerGitHub(reg, m.waitSeconds); err != nil {
 		return nil, err
 	}
-	if m.remaining, err = register(reg, m.remaining); err != nil {
+	if m.remaining, err = registerGitHub(reg, m.remaining); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// register registers c, or returns the collector already registered under
-// its name, so that several Clients on one registry share their metrics.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var already prometheus.AlreadyRegisteredError
-		if errors.As(err, &already) {
-			if existing, ok := already.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
+// registerGitHub registers one collector, sharing it with other Clients on
+// the same registry.
+func registerGitHub[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	c, err := metric.Register(reg, c)
+	if err != nil {
 		return c, fmt.Errorf("registering GitHub client metrics: %w", err)
 	}
 	return c, nil
