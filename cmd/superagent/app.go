@@ -127,10 +127,14 @@ func (a *app) buildOrchestrator(cfg *config) error {
 	if slug == "" {
 		slug = "superagent"
 	}
+	feishuState := "not connected"
+	if cfg.FeishuAppID != "" {
+		feishuState = "connected (" + cfg.FeishuMode + ")"
+	}
 	env := []promptparts.Var{
 		{Name: "superagent version", Value: buildVersion()},
 		{Name: "GitHub App", Value: "@" + slug},
-		{Name: "Feishu", Value: map[bool]string{true: "connected (" + cfg.FeishuMode + ")", false: "not connected"}[cfg.FeishuAppID != ""]},
+		{Name: "Feishu", Value: feishuState},
 	}
 	// The main Session lives on; rollover, not a step limit, bounds it.
 	rt := session.New(session.Config{MaxSteps: 1 << 30}, a.db, router, orchestrator.PromptSource(a.prompts, env), cfg.scrub, time.Now)
