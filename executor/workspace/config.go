@@ -1,0 +1,119 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// SandboxMode selects how Workspace.Run isolates commands.
+type SandboxMode string
+
+const (
+	// SandboxBwrap runs each command under bubblewrap. The default.
+	SandboxBwrap SandboxMode = "bwrap"
+	// SandboxNone runs commands directly on the host with a clean environment.
+	// It is unsafe and meant only for development.
+	SandboxNone SandboxMode = "none"
+)
+
+// Config configures a Manager. The zero value of each field is its documented
+// default.
+type Config struct {
+	// Root is the directory holding one workspace per Ticket. Required.
+	Root string
+	// MaxBytes is the size limit of one workspace, .git included. Default 2 GiB.
+	// Over it, Run tells the model in the command output and Commit refuses.
+	MaxBytes int64
+	// Sandbox is SandboxBwrap (default) or SandboxNone (unsafe, development only).
+	Sandbox SandboxMode
+	// Network gives sandboxed commands the host's network. Default false: no
+	// network at all, loopback included.
+	Network bool
+	// BwrapPath is the bubblewrap binary. Default "bwrap" looked up in PATH.
+	BwrapPath string
+	// GitPath is the git binary used on the host. Default "git".
+	GitPath string
+	// MaxOutputBytes caps the output a command returns (head and tail are
+	// kept). Default 64 KiB.
+	MaxOutputBytes int
+	// MaxTimeout is the longest timeout a command may ask for. Default 30 min.
+	// A command passing 0 gets DefaultTimeout.
+	MaxTimeout time.Duration
+	// ExtraReadOnly lists extra host paths bound read-only into the sandbox at
+	// the same path (e.g. /usr/local/go); each one's bin directory, if any, is
+	// put on the sandbox PATH. Default: none beyond the system directories.
+	ExtraReadOnly []string
+}
+
+// DefaultTimeout is the timeout of a command run with timeout 0.
+const DefaultTimeout = 2 * time.Minute
+
+const (
+	defaultMaxBytes       = 2 << 30
+	defaultMaxOutputBytes = 64 << 10
+	defaultMaxTimeout     = 30 * time.Minute
+)
+
+// withDefaults returns cfg with defaults filled in, or one error listing every
+// problem.
+func (cfg Config) withDefaults() (Config, error) {
+	var errs []error
+	if cfg.Root == "" {
+		errs = append(errs, errors.New("root is required"))
+	} else if !filepath.IsAbs(cfg.Root) {
+		abs, err := filepath.Abs(cfg.Root)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("making root %q absolute: %w", cfg.Root, err))
+		}
+		cfg.Root = abs
+	}
+	cfg.Root = filepath.Clean(cfg.Root)
+	if cfg.MaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("max bytes %d is negative", cfg.MaxBytes))
+	} else if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = defaultMaxBytes
+	}
+	switch cfg.Sandbox {
+	case "":
+		cfg.Sandbox = SandboxBwrap
+	case SandboxBwrap, SandboxNone:
+	default:
+		errs = append(errs, fmt.Errorf("unknown sandbox mode %q (want %q or %q)", cfg.Sandbox, SandboxBwrap, SandboxNone))
+	}
+	if cfg.BwrapPath == "" {
+		cfg.BwrapPath = "bwrap"
+	}
+	if cfg.GitPath == "" {
+		cfg.GitPath = "git"
+	}
+	if cfg.MaxOutputBytes < 0 {
+		errs = append(errs, fmt.Errorf("max output bytes %d is negative", cfg.MaxOutputBytes))
+	} else if cfg.MaxOutputBytes == 0 {
+		cfg.MaxOutputBytes = defaultMaxOutputBytes
+	}
+	if cfg.MaxTimeout < 0 {
+		errs = append(errs, fmt.Errorf("max timeout %s is negative", cfg.MaxTimeout))
+	} else if cfg.MaxTimeout == 0 {
+		cfg.MaxTimeout = defaultMaxTimeout
+	}
+	extra := make([]string, 0, len(cfg.ExtraReadOnly))
+	for _, p := range cfg.ExtraReadOnly {
+		if !filepath.IsAbs(p) {
+			errs = append(errs, fmt.Errorf("extra read-only path %q is not absolute", p))
+			continue
+		}
+		p = filepath.Clean(p)
+		if p == "/" || p == sandboxWorkspace || p == "/proc" || p == "/dev" || p == "/tmp" {
+			errs = append(errs, fmt.Errorf("extra read-only path %q would cover a sandbox mount", p))
+			continue
+		}
+		extra = append(extra, p)
+	}
+	cfg.ExtraReadOnly = extra
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("invalid workspace config: %w", err)
+	}
+	return cfg, nil
+}
