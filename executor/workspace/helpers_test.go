@@ -1,0 +1,77 @@
+package workspace
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	)
+}
+
+const testToken = "ghs_TESTtoken1234567890abcdefSECRET"
+
+// requireBwrap skips the test when bubblewrap is missing, except in CI, where
+// a missing sandbox is a failure.
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("bwrap is required in CI: %v", err)
+		}
+		t.Skipf("bwrap not installed: %v", err)
+	}
+}
+
+// testEnv is a data dir laid out like the service's: secrets beside the
+// workspace root, which holds the workspaces.
+type testEnv struct {
+	data   string
+	root   string
+	server *gitServer
+	remote Remote
+	bare   string
+}
+
+func setup(t *testing.T) *testEnv {
+	t.Helper()
+	data := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(data, "superagent.db"), []byte("DB-SECRET-CONTENT"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(data, "admin-token"), []byte("ADMIN-SECRET-TOKEN"), 0o600))
+	srv := newGitServer(t, testToken)
+	url, bare := srv.newRepo("o", "r", map[string]string{
+		"README.md":         "hello\n",
+		"AGENTS.md":         "root rules\n",
+		"pkg/AGENTS.md":     "pkg rules\n",
+		"pkg/sub/file.go":   "package sub\n\nfunc F() int { return 42 }\n",
+		"pkg/sub/AGENTS.md": "sub rules\n",
+		"docs/guide.md":     "# Guide\n",
+	})
+	return &testEnv{
+		data:   data,
+		root:   filepath.Join(data, "workspaces"),
+		server: srv,
+		remote: Remote{URL: url, Token: testToken, BaseBranch: "main"},
+		bare:   bare,
+	}
+}
+
+func (e *testEnv) manager(t *testing.T, cfg Config) *Manager {
+	t.Helper()
+	cfg.Root = e.root
+	if cfg.Sandbox == "" {
+		cfg.Sandbox = SandboxNone
+	}
+	m, err := NewManager(cfg)
+	require.NoError(t, err)
+	return m
+}
