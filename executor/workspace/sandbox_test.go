@@ -1,0 +1,292 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// sandboxed prepares ticket 1 in a bwrap Manager, next to ticket 2's workspace
+// and the data dir's secrets.
+func sandboxed(t *testing.T, cfg Config) (*testEnv, *Workspace) {
+	t.Helper()
+	requireBwrap(t)
+	e := setup(t)
+	cfg.Sandbox = SandboxBwrap
+	m := e.manager(t, cfg)
+	ctx := context.Background()
+	other, err := m.Prepare(ctx, 2, e.remote, "superagent/t-2")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(other.Dir(), "other-secret.txt"), []byte("OTHER-TICKET-SECRET"), 0o644))
+	w, err := m.Prepare(ctx, 1, e.remote, "superagent/t-1")
+	require.NoError(t, err)
+	return e, w
+}
+
+func run(t *testing.T, w *Workspace, command string) Result {
+	t.Helper()
+	res, err := w.Run(context.Background(), command, "", 30*time.Second)
+	require.NoError(t, err)
+	return res
+}
+
+// shell wraps command for bash when there is one: dash has no /dev/tcp.
+func bash(command string) string {
+	return "bash -c " + strconv.Quote(command)
+}
+
+func TestSandboxConfinesCommands(t *testing.T) {
+	const probe = "PROBE-VALUE-7f3a9c"
+	t.Setenv("SUPERAGENT_SECRET_PROBE", probe)
+	e, w := sandboxed(t, Config{})
+
+	// The control: the workspace itself is readable and writable.
+	res := run(t, w, "cat README.md && echo made > made.txt && cat /workspace/made.txt && git log --oneline -1")
+	require.Equal(t, 0, res.ExitCode, res.Output)
+	require.Contains(t, res.Output, "hello")
+	require.Contains(t, res.Output, "made")
+	require.Contains(t, res.Output, "initial")
+	require.FileExists(t, filepath.Join(w.Dir(), "made.txt"))
+
+	secrets := []string{probe, "DB-SECRET-CONTENT", "ADMIN-SECRET-TOKEN", "OTHER-TICKET-SECRET", testToken}
+	for _, tc := range []struct {
+		name    string
+		command string
+		fails   bool // the command must also fail, not just print nothing
+	}{
+		{"EnvVar", "echo \"v=$SUPERAGENT_SECRET_PROBE\"; env; set", false},
+		{"HostProcEnviron", fmt.Sprintf("cat /proc/%d/environ; cat /proc/1/environ; cat /proc/*/environ", os.Getpid()), false},
+		{"DataDirByHostPath", fmt.Sprintf("cat %s/superagent.db %s/admin-token", e.data, e.data), true},
+		{"DataDirRelative", "cat ../superagent.db ../admin-token ../../superagent.db ../../admin-token /workspace/../admin-token", true},
+		{"OtherTicketByHostPath", "cat " + filepath.Join(e.root, "ticket-2", "other-secret.txt"), true},
+		{"OtherTicketRelative", "cat ../ticket-2/other-secret.txt", true},
+		{"FindEverything", "grep -rs --exclude-dir=usr --exclude-dir=proc --exclude-dir=sys SECRET / 2>/dev/null | head -50", false},
+		{"GitConfig", "cat .git/config; git config --list", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := run(t, w, tc.command)
+			if tc.fails {
+				require.NotEqual(t, 0, res.ExitCode, res.Output)
+			}
+			for _, s := range secrets {
+				require.NotContains(t, res.Output, s)
+			}
+		})
+	}
+
+	t.Run("ProcShowsNoHostProcesses", func(t *testing.T) {
+		res := run(t, w, "ls /proc; cat /proc/*/cmdline | tr '\\0' ' '")
+		require.Equal(t, 0, res.ExitCode, res.Output)
+		var pids []int
+		for _, f := range strings.Fields(res.Output) {
+			if n, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, n)
+			}
+		}
+		require.Less(t, len(pids), 10, "only sandbox processes: %v", pids)
+		require.NotContains(t, pids, os.Getpid())
+		require.NotContains(t, res.Output, filepath.Base(os.Args[0]))
+	})
+
+	t.Run("GitDirIsReadOnly", func(t *testing.T) {
+		before, err := os.ReadFile(filepath.Join(w.Dir(), ".git", "config"))
+		require.NoError(t, err)
+		for _, cmd := range []string{
+			"echo 'exit 0' > .git/hooks/pre-commit",
+			"echo '[core]\n\tfsmonitor = touch /tmp/pwned' >> .git/config",
+			"mkdir .git/hooks/x",
+			"rm -rf .git",
+			"mv .git .git-old",
+			"git config core.hooksPath /workspace/hooks",
+			"git commit --allow-empty -m x",
+		} {
+			res := run(t, w, cmd)
+			require.NotEqual(t, 0, res.ExitCode, "%s: %s", cmd, res.Output)
+		}
+		after, err := os.ReadFile(filepath.Join(w.Dir(), ".git", "config"))
+		require.NoError(t, err)
+		require.Equal(t, string(before), string(after))
+		require.NoFileExists(t, filepath.Join(w.Dir(), ".git", "hooks", "pre-commit"))
+	})
+
+	t.Run("SymlinkOutIsNotFollowedByHostTools", func(t *testing.T) {
+		res := run(t, w, fmt.Sprintf("ln -s %s/admin-token l1 && ln -s ../ticket-2/other-secret.txt l2 && ln -s /etc/passwd l3 && ln -s .git/config l4",
+			e.data))
+		require.Equal(t, 0, res.ExitCode, res.Output)
+		for _, l := range []string{"l1", "l2", "l3"} {
+			out, err := w.ReadFile(l, 0, 0)
+			require.Error(t, err, l)
+			require.NotContains(t, out, "SECRET")
+		}
+		err := w.WriteFile("l4", "[core]\n\thooksPath = /workspace\n")
+		require.ErrorContains(t, err, "symlink")
+		out, err := w.Search(context.Background(), "SECRET", "", 0)
+		require.NoError(t, err)
+		require.NotContains(t, out, "ADMIN-SECRET")
+	})
+
+	t.Run("IdentityIsUnprivileged", func(t *testing.T) {
+		res := run(t, w, "id -u; id -g; cat /proc/self/status | grep CapEff")
+		require.Equal(t, 0, res.ExitCode, res.Output)
+		require.Contains(t, res.Output, "65534\n65534\n")
+		require.Contains(t, res.Output, "CapEff:\t0000000000000000")
+	})
+
+	t.Run("SystemIsReadOnly", func(t *testing.T) {
+		res := run(t, w, "touch /usr/x || touch /etc/x || touch /x")
+		require.NotEqual(t, 0, res.ExitCode, res.Output)
+		res = run(t, w, "echo ok > /tmp/x && cat /tmp/x && echo $HOME && touch $HOME/y")
+		require.Equal(t, 0, res.ExitCode, res.Output)
+	})
+}
+
+func TestSandboxNetwork(t *testing.T) {
+	// A listener on the host's loopback stands in for PostgreSQL.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	accepted := make(chan struct{}, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			_ = c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	probe := bash(fmt.Sprintf("echo hi > /dev/tcp/127.0.0.1/%d && echo CONNECTED", port))
+	pg := bash("echo > /dev/tcp/127.0.0.1/5432 && echo CONNECTED")
+
+	t.Run("OffByDefault", func(t *testing.T) {
+		_, w := sandboxed(t, Config{})
+		for _, cmd := range []string{probe, pg} {
+			res := run(t, w, cmd)
+			require.NotEqual(t, 0, res.ExitCode, res.Output)
+			require.NotContains(t, res.Output, "CONNECTED")
+		}
+		select {
+		case <-accepted:
+			t.Fatal("the sandbox reached the host's loopback")
+		default:
+		}
+	})
+
+	t.Run("OnWhenConfigured", func(t *testing.T) {
+		// The control: the same probe does connect when the network is shared,
+		// so the test above fails for the right reason.
+		_, w := sandboxed(t, Config{Network: true})
+		res := run(t, w, probe)
+		require.Equal(t, 0, res.ExitCode, res.Output)
+		require.Contains(t, res.Output, "CONNECTED")
+		<-accepted
+	})
+}
+
+func TestRun(t *testing.T) {
+	ctx := context.Background()
+	_, w := sandboxed(t, Config{MaxOutputBytes: 1000})
+
+	t.Run("NonZeroExit", func(t *testing.T) {
+		res, err := w.Run(ctx, "echo out; echo err >&2; exit 3", "", 0)
+		require.NoError(t, err)
+		require.Equal(t, 3, res.ExitCode)
+		require.Contains(t, res.Output, "out\n")
+		require.Contains(t, res.Output, "err\n")
+		require.False(t, res.TimedOut)
+	})
+
+	t.Run("Workdir", func(t *testing.T) {
+		for _, dir := range []string{"pkg/sub", "/workspace/pkg/sub", filepath.Join(w.Dir(), "pkg", "sub")} {
+			res, err := w.Run(ctx, "pwd; ls", dir, 0)
+			require.NoError(t, err)
+			require.Equal(t, "/workspace/pkg/sub\nAGENTS.md\nfile.go\n", res.Output)
+		}
+		for _, dir := range []string{"..", "../ticket-2", "/etc", "/workspace/..", "README.md", "missing"} {
+			_, err := w.Run(ctx, "pwd", dir, 0)
+			require.Error(t, err, dir)
+		}
+	})
+
+	t.Run("TimeoutKillsEverything", func(t *testing.T) {
+		start := time.Now()
+		res, err := w.Run(ctx, "sleep 1001 & sleep 1002", "", time.Second)
+		require.NoError(t, err)
+		require.True(t, res.TimedOut)
+		require.Less(t, time.Since(start), 10*time.Second)
+		require.Contains(t, res.Output, "timed out")
+		// No sleeper survives on the host.
+		require.Eventually(t, func() bool {
+			return !hostProcessWithArgs("sleep\x001001") && !hostProcessWithArgs("sleep\x001002")
+		}, 5*time.Second, 50*time.Millisecond)
+	})
+
+	t.Run("OutputIsCapped", func(t *testing.T) {
+		res, err := w.Run(ctx, "echo START; head -c 100000 /dev/zero | tr '\\0' x; echo; echo END", "", 0)
+		require.NoError(t, err)
+		require.True(t, res.Truncated)
+		require.Less(t, len(res.Output), 1200)
+		require.True(t, strings.HasPrefix(res.Output, "START"))
+		require.True(t, strings.HasSuffix(res.Output, "END\n"))
+		require.Contains(t, res.Output, "bytes of output cut")
+	})
+
+	t.Run("CancelledContextIsAnError", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := w.Run(ctx, "true", "", 0)
+		require.Error(t, err)
+	})
+}
+
+func TestRunOverSizeLimit(t *testing.T) {
+	_, w := sandboxed(t, Config{MaxBytes: 1 << 20})
+	res := run(t, w, "head -c 2000000 /dev/zero > big.bin")
+	require.Equal(t, 0, res.ExitCode)
+	require.Contains(t, res.Output, "over its limit")
+	res = run(t, w, "rm big.bin")
+	require.NotContains(t, res.Output, "over its limit")
+}
+
+func hostProcessWithArgs(args string) bool {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(data), args) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCheckReportsMissingBwrap(t *testing.T) {
+	_, err := NewManager(Config{Root: t.TempDir(), BwrapPath: "/nonexistent/bwrap"})
+	require.ErrorContains(t, err, "bubblewrap")
+}
+
+func TestSandboxNoneIsConfinedToWorkdir(t *testing.T) {
+	e := setup(t)
+	m := e.manager(t, Config{Sandbox: SandboxNone})
+	w, err := m.Prepare(context.Background(), 1, e.remote, "b")
+	require.NoError(t, err)
+	t.Setenv("SUPERAGENT_SECRET_PROBE", "PROBE")
+	res, err := w.Run(context.Background(), "pwd; env", "pkg", 0)
+	require.NoError(t, err)
+	require.Contains(t, res.Output, filepath.Join(w.Dir(), "pkg"))
+	require.NotContains(t, res.Output, "PROBE")
+	_, err = w.Run(context.Background(), "pwd", "..", 0)
+	require.Error(t, err)
+}
