@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Reaction is one reaction the fake holds.
@@ -23,10 +24,15 @@ type Comment struct {
 	Repo   string
 	Number int
 	Body   string
+	// Login wrote it: the App's bot (Slug+"[bot]") for comments posted with
+	// an installation token, else the login given to AddComment.
+	Login     string
+	CreatedAt time.Time
 }
 
 type conversation struct {
 	mu        sync.Mutex
+	served    bool
 	reactions []Reaction
 	comments  []Comment
 }
@@ -37,8 +43,14 @@ type conversation struct {
 // second identical reaction by the same installation answers 200 with the
 // first and adds nothing.
 func (s *Server) ServeConversations() {
-	c := &conversation{}
-	s.conv = c
+	c := s.conv
+	c.mu.Lock()
+	served := c.served
+	c.served = true
+	c.mu.Unlock()
+	if served {
+		return
+	}
 	react := func(kind string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			inst, ok := s.Authorize(w, r)
@@ -88,12 +100,8 @@ func (s *Server) ServeConversations() {
 			WriteError(w, http.StatusNotFound, "Not Found")
 			return
 		}
-		c.mu.Lock()
-		id := int64(9000 + len(c.comments) + 1)
-		c.comments = append(c.comments, Comment{ID: id, Repo: r.PathValue("owner") + "/" + r.PathValue("repo"), Number: n, Body: body.Body})
-		c.mu.Unlock()
-		WriteJSON(w, http.StatusCreated, map[string]any{"id": id, "body": body.Body,
-			"html_url": "https://github.com/" + r.PathValue("owner") + "/" + r.PathValue("repo") + "/issues/" + r.PathValue("number") + "#issuecomment-" + strconv.FormatInt(id, 10)})
+		cm := s.addComment(r.PathValue("owner")+"/"+r.PathValue("repo"), n, s.botLogin(), body.Body)
+		WriteJSON(w, http.StatusCreated, s.commentJSON(cm))
 	})
 }
 
@@ -115,4 +123,32 @@ func (s *Server) Comments() []Comment {
 	s.conv.mu.Lock()
 	defer s.conv.mu.Unlock()
 	return append([]Comment(nil), s.conv.comments...)
+}
+
+// AddComment adds a comment by login (a person, or a bot such as
+// "ci[bot]") on issue or pull request number of fullName and returns its
+// id. It is listed by GET /repos/{owner}/{repo}/issues/{number}/comments
+// and returned by Comments.
+func (s *Server) AddComment(fullName string, number int, login, body string) int64 {
+	return s.addComment(fullName, number, login, body).ID
+}
+
+func (s *Server) addComment(repo string, number int, login, body string) Comment {
+	c := s.conv
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cm := Comment{ID: int64(9000 + len(c.comments) + 1), Repo: repo, Number: number, Body: body, Login: login, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+	c.comments = append(c.comments, cm)
+	return cm
+}
+
+func (s *Server) commentJSON(c Comment) map[string]any {
+	url := "https://github.com/" + c.Repo + "/issues/" + strconv.Itoa(c.Number)
+	return map[string]any{
+		"id": c.ID, "node_id": "IC_" + strconv.FormatInt(c.ID, 10), "body": c.Body,
+		"user":       s.userJSON(c.Login),
+		"html_url":   url + "#issuecomment-" + strconv.FormatInt(c.ID, 10),
+		"issue_url":  s.URL + "/repos/" + c.Repo + "/issues/" + strconv.Itoa(c.Number),
+		"created_at": c.CreatedAt.Format(time.RFC3339), "updated_at": c.CreatedAt.Format(time.RFC3339),
+	}
 }

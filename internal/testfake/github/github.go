@@ -6,8 +6,11 @@
 // It covers the App endpoints (GET /app, installation access tokens) and
 // collaborator permissions, and reports a primary quota per installation in
 // the X-RateLimit-* headers; ServeConversations adds reactions and issue
-// comments. Later features add routes with Handle, reusing Authorize,
-// WriteJSON and the recorded requests.
+// comments; ServeRepositories (called by the first AddRepo or AddIssue) adds
+// repositories served over git smart HTTP, pull requests, issues, reviews,
+// check runs, users and a small GraphQL endpoint (see repos.go). Later
+// features add routes with Handle, reusing Authorize, WriteJSON and the
+// recorded requests.
 package github
 
 import (
@@ -66,6 +69,8 @@ type Server struct {
 	permissions map[string]string // owner/repo:login → level
 	faults      map[string][]Fault
 	conv        *conversation
+	st          *store
+	users       users
 	used        map[int64]int // installation → requests counted against its quota
 }
 
@@ -96,6 +101,8 @@ func New(t testing.TB) *Server {
 		permissions: map[string]string{},
 		faults:      map[string][]Fault{},
 		used:        map[int64]int{},
+		conv:        &conversation{},
+		st:          newStore(),
 	}
 	s.mux.HandleFunc("GET /app", s.getApp)
 	s.mux.HandleFunc("POST /app/installations/{id}/access_tokens", s.createToken)

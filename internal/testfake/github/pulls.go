@@ -1,0 +1,485 @@
+package github
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// PullRequest is a snapshot of a pull request the fake holds.
+type PullRequest struct {
+	Number int
+	Title  string
+	Body   string
+	// Head and Base are branch names.
+	Head    string
+	Base    string
+	HeadSHA string
+	Draft   bool
+	// State is "open" or "closed".
+	State  string
+	Merged bool
+	// MergeCommitSHA is the commit the merge made on Base.
+	MergeCommitSHA string
+	// User is the author's login: Slug+"[bot]" for pull requests opened
+	// with an installation token.
+	User string
+}
+
+// PullRequestSpec describes a pull request a person opens (AddPullRequest).
+type PullRequestSpec struct {
+	// Login is the author; required.
+	Login string
+	// Head is the branch to merge; it must exist (PushAs).
+	Head string
+	// Base defaults to the repository's default branch.
+	Base  string
+	Title string
+	Body  string
+	Draft bool
+}
+
+type pull struct {
+	PullRequest
+	baseSHA                     string
+	additions, deletions, files int
+	commits                     int
+	mergeable                   bool
+	created, closed, mergedAt   time.Time
+}
+
+// AddPullRequest opens a pull request on fullName as spec.Login and returns
+// its number.
+func (s *Server) AddPullRequest(t testing.TB, fullName string, spec PullRequestSpec) int {
+	t.Helper()
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	rp := s.st.repos[strings.ToLower(fullName)]
+	if rp == nil || rp.dir == "" {
+		t.Fatalf("fake GitHub: no repository %s (AddRepo)", fullName)
+	}
+	p, msg := s.openPull(rp, spec)
+	if p == nil {
+		t.Fatalf("fake GitHub: opening pull request on %s: %s", fullName, msg)
+	}
+	return p.Number
+}
+
+// PullRequests returns fullName's pull requests by number.
+func (s *Server) PullRequests(fullName string) []PullRequest {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	rp := s.st.repos[strings.ToLower(fullName)]
+	if rp == nil {
+		return nil
+	}
+	var out []PullRequest
+	for _, p := range rp.sortedPulls() {
+		s.refresh(rp, p)
+		out = append(out, p.PullRequest)
+	}
+	return out
+}
+
+func (r *repo) sortedPulls() []*pull {
+	ps := make([]*pull, 0, len(r.pulls))
+	for _, p := range r.pulls {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Number < ps[j].Number })
+	return ps
+}
+
+// openPull validates and opens a pull request, returning nil and GitHub's
+// error message if it cannot; st.mu must be held.
+func (s *Server) openPull(rp *repo, spec PullRequestSpec) (*pull, string) {
+	if spec.Base == "" {
+		spec.Base = rp.defaultBranch
+	}
+	owner, _, _ := strings.Cut(rp.fullName, "/")
+	if _, err := resolve(rp.dir, spec.Base); err != nil {
+		return nil, "base: invalid"
+	}
+	if _, err := resolve(rp.dir, spec.Head); err != nil {
+		return nil, "head: invalid"
+	}
+	for _, p := range rp.pulls {
+		if p.State == "open" && p.Head == spec.Head && p.Base == spec.Base {
+			return nil, "A pull request already exists for " + owner + ":" + spec.Head + "."
+		}
+	}
+	p := &pull{PullRequest: PullRequest{
+		Number: rp.nextNumber(), Title: spec.Title, Body: spec.Body, Head: spec.Head, Base: spec.Base,
+		Draft: spec.Draft, State: "open", User: spec.Login,
+	}, created: time.Now().UTC().Truncate(time.Second)}
+	s.refresh(rp, p)
+	if p.commits == 0 {
+		return nil, "No commits between " + spec.Base + " and " + spec.Head
+	}
+	rp.pulls[p.Number] = p
+	return p, ""
+}
+
+// refresh reads the branches of an unmerged pull request again, as GitHub
+// does on every push; st.mu must be held.
+func (s *Server) refresh(rp *repo, p *pull) {
+	if p.Merged || rp.dir == "" {
+		return
+	}
+	if sha, err := resolve(rp.dir, p.Head); err == nil {
+		p.HeadSHA = sha
+	}
+	if sha, err := resolve(rp.dir, p.Base); err == nil {
+		p.baseSHA = sha
+	}
+	files := diffFiles(rp.dir, p.baseSHA, p.HeadSHA)
+	p.additions, p.deletions, p.files = 0, 0, len(files)
+	for _, f := range files {
+		p.additions += f.additions
+		p.deletions += f.deletions
+	}
+	n, _ := runGit("", nil, "--git-dir", rp.dir, "rev-list", "--count", p.baseSHA+".."+p.HeadSHA)
+	p.commits, _ = strconv.Atoi(n)
+	_, err := mergeTree(rp.dir, p.baseSHA, p.HeadSHA)
+	p.mergeable = err == nil
+}
+
+type fileStat struct {
+	name                 string
+	additions, deletions int
+}
+
+// diffFiles is git diff --numstat base...head.
+func diffFiles(dir, base, head string) []fileStat {
+	out, err := runGit("", nil, "--git-dir", dir, "diff", "--numstat", base+"..."+head)
+	if err != nil || out == "" {
+		return nil
+	}
+	var fs []fileStat
+	for _, line := range strings.Split(out, "\n") {
+		parts := strings.SplitN(line, "\t", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		a, _ := strconv.Atoi(parts[0]) // "-" for binary files counts 0
+		d, _ := strconv.Atoi(parts[1])
+		fs = append(fs, fileStat{name: parts[2], additions: a, deletions: d})
+	}
+	return fs
+}
+
+// mergeTree returns the tree merging head into base, or an error on
+// conflicts.
+func mergeTree(dir, base, head string) (string, error) {
+	out, err := runGit("", nil, "--git-dir", dir, "merge-tree", "--write-tree", "--no-messages", base, head)
+	if err != nil {
+		return "", err
+	}
+	tree, _, _ := strings.Cut(out, "\n")
+	return tree, nil
+}
+
+func (s *Server) pullJSON(rp *repo, p *pull) map[string]any {
+	owner, _, _ := strings.Cut(rp.fullName, "/")
+	num := strconv.Itoa(p.Number)
+	ts := func(t time.Time) any {
+		if t.IsZero() {
+			return nil
+		}
+		return t.Format(time.RFC3339)
+	}
+	state := "clean"
+	if !p.mergeable {
+		state = "dirty"
+	}
+	var mergeSHA any
+	if p.MergeCommitSHA != "" {
+		mergeSHA = p.MergeCommitSHA
+	}
+	return map[string]any{
+		"id": rp.id*100000 + int64(p.Number), "node_id": pullNodeID(rp, p.Number), "number": p.Number,
+		"state": p.State, "title": p.Title, "body": p.Body, "draft": p.Draft,
+		"merged": p.Merged, "mergeable": p.mergeable, "mergeable_state": state, "merge_commit_sha": mergeSHA,
+		"created_at": ts(p.created), "updated_at": ts(p.created), "closed_at": ts(p.closed), "merged_at": ts(p.mergedAt),
+		"html_url":  "https://github.com/" + rp.fullName + "/pull/" + num,
+		"url":       s.URL + "/repos/" + rp.fullName + "/pulls/" + num,
+		"issue_url": s.URL + "/repos/" + rp.fullName + "/issues/" + num,
+		"user":      s.userJSON(p.User),
+		"head":      map[string]any{"ref": p.Head, "sha": p.HeadSHA, "label": owner + ":" + p.Head, "repo": s.repoJSON(rp)},
+		"base":      map[string]any{"ref": p.Base, "sha": p.baseSHA, "label": owner + ":" + p.Base, "repo": s.repoJSON(rp)},
+		"additions": p.additions, "deletions": p.deletions, "changed_files": p.files, "commits": p.commits,
+	}
+}
+
+// pullNodeID is the GraphQL id of a pull request: PR_<repository id>_<number>.
+func pullNodeID(rp *repo, number int) string {
+	return "PR_" + strconv.FormatInt(rp.id, 10) + "_" + strconv.Itoa(number)
+}
+
+// validation answers 422 with GitHub's validation error shape.
+func validation(w http.ResponseWriter, message string) {
+	WriteJSON(w, http.StatusUnprocessableEntity, map[string]any{
+		"message": "Validation Failed", "documentation_url": "https://docs.github.com/rest",
+		"errors": []map[string]string{{"resource": "PullRequest", "code": "custom", "message": message}},
+	})
+}
+
+// pullRoute authorizes r and finds the repository and the pull request
+// {number}, locking st.mu, which the caller must unlock when ok.
+func (s *Server) pullRoute(w http.ResponseWriter, r *http.Request) (*repo, *pull, bool) {
+	if _, ok := s.Authorize(w, r); !ok {
+		return nil, nil, false
+	}
+	s.st.mu.Lock()
+	rp := s.st.lookup(r)
+	n, _ := strconv.Atoi(r.PathValue("number"))
+	if rp == nil || rp.pulls[n] == nil {
+		s.st.mu.Unlock()
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return nil, nil, false
+	}
+	p := rp.pulls[n]
+	s.refresh(rp, p)
+	return rp, p, true
+}
+
+func (s *Server) servePulls() {
+	s.mux.HandleFunc("POST /repos/{owner}/{repo}/pulls", s.createPull)
+	s.mux.HandleFunc("GET /repos/{owner}/{repo}/pulls", s.listPulls)
+	s.mux.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}", func(w http.ResponseWriter, r *http.Request) {
+		rp, p, ok := s.pullRoute(w, r)
+		if !ok {
+			return
+		}
+		defer s.st.mu.Unlock()
+		WriteJSON(w, http.StatusOK, s.pullJSON(rp, p))
+	})
+	s.mux.HandleFunc("PATCH /repos/{owner}/{repo}/pulls/{number}", s.editPull)
+	s.mux.HandleFunc("PUT /repos/{owner}/{repo}/pulls/{number}/merge", s.mergePull)
+	s.mux.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}/files", func(w http.ResponseWriter, r *http.Request) {
+		rp, p, ok := s.pullRoute(w, r)
+		if !ok {
+			return
+		}
+		defer s.st.mu.Unlock()
+		out := []map[string]any{}
+		for _, f := range diffFiles(rp.dir, p.baseSHA, p.HeadSHA) {
+			out = append(out, map[string]any{"filename": f.name, "status": "modified",
+				"additions": f.additions, "deletions": f.deletions, "changes": f.additions + f.deletions})
+		}
+		WriteJSON(w, http.StatusOK, paginate(w, r, out))
+	})
+}
+
+func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.Authorize(w, r); !ok {
+		return
+	}
+	var body struct {
+		Title string `json:"title"`
+		Head  string `json:"head"`
+		Base  string `json:"base"`
+		Body  string `json:"body"`
+		Draft bool   `json:"draft"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		WriteError(w, http.StatusBadRequest, "Problems parsing JSON")
+		return
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	rp := s.st.lookup(r)
+	if rp == nil || rp.dir == "" {
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	if body.Title == "" || body.Head == "" || body.Base == "" {
+		validation(w, "title, head and base are required")
+		return
+	}
+	owner, _, _ := strings.Cut(rp.fullName, "/")
+	head := body.Head
+	if o, b, ok := strings.Cut(head, ":"); ok {
+		if !strings.EqualFold(o, owner) {
+			validation(w, "head: forks are not supported by the fake")
+			return
+		}
+		head = b
+	}
+	p, msg := s.openPull(rp, PullRequestSpec{Login: s.botLogin(), Head: head, Base: body.Base, Title: body.Title, Body: body.Body, Draft: body.Draft})
+	if p == nil {
+		validation(w, msg)
+		return
+	}
+	WriteJSON(w, http.StatusCreated, s.pullJSON(rp, p))
+}
+
+func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.Authorize(w, r); !ok {
+		return
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	rp := s.st.lookup(r)
+	if rp == nil {
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	q := r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		state = "open"
+	}
+	head := q.Get("head")
+	if _, b, ok := strings.Cut(head, ":"); ok {
+		head = b
+	}
+	out := []map[string]any{}
+	ps := rp.sortedPulls()
+	for i := len(ps) - 1; i >= 0; i-- { // newest first, as GitHub sorts by default
+		p := ps[i]
+		if (state != "all" && p.State != state) || (head != "" && p.Head != head) || (q.Get("base") != "" && p.Base != q.Get("base")) {
+			continue
+		}
+		s.refresh(rp, p)
+		out = append(out, s.pullJSON(rp, p))
+	}
+	WriteJSON(w, http.StatusOK, paginate(w, r, out))
+}
+
+func (s *Server) editPull(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Title *string `json:"title"`
+		Body  *string `json:"body"`
+		State *string `json:"state"`
+		Base  *string `json:"base"`
+	}
+	rp, p, ok := s.pullRoute(w, r)
+	if !ok {
+		return
+	}
+	defer s.st.mu.Unlock()
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		WriteError(w, http.StatusBadRequest, "Problems parsing JSON")
+		return
+	}
+	if body.Title != nil {
+		p.Title = *body.Title
+	}
+	if body.Body != nil {
+		p.Body = *body.Body
+	}
+	if body.Base != nil {
+		p.Base = *body.Base
+	}
+	if body.State != nil && !p.Merged {
+		switch *body.State {
+		case "closed":
+			p.State, p.closed = "closed", time.Now().UTC().Truncate(time.Second)
+		case "open":
+			p.State, p.closed = "open", time.Time{}
+		default:
+			validation(w, "state: must be open or closed")
+			return
+		}
+	}
+	s.refresh(rp, p)
+	WriteJSON(w, http.StatusOK, s.pullJSON(rp, p))
+}
+
+// mergePull merges for real: merge_method "merge" (the default) makes a
+// merge commit on base, "squash" and "rebase" one commit with the merged
+// tree.
+func (s *Server) mergePull(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		CommitTitle   string `json:"commit_title"`
+		CommitMessage string `json:"commit_message"`
+		SHA           string `json:"sha"`
+		MergeMethod   string `json:"merge_method"`
+	}
+	rp, p, ok := s.pullRoute(w, r)
+	if !ok {
+		return
+	}
+	defer s.st.mu.Unlock()
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	switch {
+	case p.Merged || p.State != "open":
+		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
+		return
+	case p.Draft:
+		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is still a draft")
+		return
+	case body.SHA != "" && body.SHA != p.HeadSHA:
+		WriteError(w, http.StatusConflict, "Head branch was modified. Review and try the merge again.")
+		return
+	}
+	tree, err := mergeTree(rp.dir, p.baseSHA, p.HeadSHA)
+	if err != nil {
+		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
+		return
+	}
+	title := body.CommitTitle
+	if title == "" {
+		owner, _, _ := strings.Cut(rp.fullName, "/")
+		title = "Merge pull request #" + strconv.Itoa(p.Number) + " from " + owner + "/" + p.Head
+		if body.MergeMethod == "squash" || body.MergeMethod == "rebase" {
+			title = p.Title + " (#" + strconv.Itoa(p.Number) + ")"
+		}
+	}
+	args := []string{"--git-dir", rp.dir, "commit-tree", tree, "-m", title, "-p", p.baseSHA}
+	if body.CommitMessage != "" {
+		args = append(args, "-m", body.CommitMessage)
+	}
+	if body.MergeMethod == "" || body.MergeMethod == "merge" {
+		args = append(args, "-p", p.HeadSHA)
+	}
+	env := []string{"GIT_AUTHOR_NAME=GitHub", "GIT_AUTHOR_EMAIL=noreply@github.com", "GIT_COMMITTER_NAME=GitHub", "GIT_COMMITTER_EMAIL=noreply@github.com"}
+	sha, err := runGit("", env, args...)
+	if err == nil {
+		_, err = runGit("", nil, "--git-dir", rp.dir, "update-ref", "refs/heads/"+p.Base, sha, p.baseSHA)
+	}
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			WriteError(w, http.StatusConflict, "Base branch was modified. Review and try the merge again.")
+			return
+		}
+		WriteError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	p.Merged, p.State, p.MergeCommitSHA, p.mergedAt, p.closed = true, "closed", sha, now, now
+	WriteJSON(w, http.StatusOK, map[string]any{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
+}
+
+// paginate answers page and per_page (default 30, as GitHub) and sets the
+// Link header go-github reads NextPage from.
+func paginate[T any](w http.ResponseWriter, r *http.Request, items []T) []T {
+	q := r.URL.Query()
+	per, err := strconv.Atoi(q.Get("per_page"))
+	if err != nil || per <= 0 {
+		per = 30
+	}
+	per = min(per, 100)
+	page, err := strconv.Atoi(q.Get("page"))
+	if err != nil || page <= 0 {
+		page = 1
+	}
+	start := min((page-1)*per, len(items))
+	end := min(start+per, len(items))
+	if end < len(items) {
+		u := *r.URL
+		q.Set("page", strconv.Itoa(page+1))
+		q.Set("per_page", strconv.Itoa(per))
+		u.RawQuery = q.Encode()
+		w.Header().Set("Link", `<http://`+r.Host+u.String()+`>; rel="next"`)
+	}
+	return items[start:end]
+}

@@ -1,0 +1,267 @@
+package github
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ReviewCommentSpec describes a pull request review comment
+// (AddReviewComment).
+type ReviewCommentSpec struct {
+	// Login is the author, a person or a bot such as "reviewer[bot]".
+	Login string
+	Body  string
+	// Path and Line place the comment on the diff; a reply takes its
+	// thread's.
+	Path string
+	Line int
+	// InReplyTo is a review comment id: the comment joins its thread
+	// instead of starting one.
+	InReplyTo int64
+	// ReviewID attaches the comment to a review from AddReview; by default
+	// it gets a COMMENTED review of its own, as on GitHub.
+	ReviewID int64
+}
+
+// ReviewThread is a snapshot of a review thread.
+type ReviewThread struct {
+	// ID is the GraphQL node id, PRRT_<n>.
+	ID       string
+	Resolved bool
+	Path     string
+	Line     int
+	Comments []ThreadComment
+}
+
+// ThreadComment is one comment of a ReviewThread, oldest first.
+type ThreadComment struct {
+	ID    int64
+	Login string
+	Body  string
+}
+
+type review struct {
+	id                 int64
+	pr                 int
+	login, state, body string
+	submitted          time.Time
+}
+
+type reviewComment struct {
+	id, reviewID, inReplyTo int64
+	pr                      int
+	login, body, path       string
+	line                    int
+	created                 time.Time
+	thread                  *thread
+}
+
+type thread struct {
+	id       string
+	pr       int
+	resolved bool
+	comments []*reviewComment
+}
+
+// AddReview adds a submitted review by login on pull request pr of
+// fullName in state APPROVED, CHANGES_REQUESTED or COMMENTED and returns
+// its id.
+func (s *Server) AddReview(fullName string, pr int, login, state string) int64 {
+	return s.AddReviewBody(fullName, pr, login, state, "")
+}
+
+// AddReviewBody is AddReview with the review's body.
+func (s *Server) AddReviewBody(fullName string, pr int, login, state, body string) int64 {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	return s.st.addReview(s.st.repo(fullName), pr, login, state, body).id
+}
+
+func (st *store) addReview(rp *repo, pr int, login, state, body string) *review {
+	rv := &review{id: st.id(), pr: pr, login: login, state: state, body: body, submitted: time.Now().UTC().Truncate(time.Second)}
+	rp.reviews = append(rp.reviews, rv)
+	return rv
+}
+
+// AddReviewComment adds a review comment on pull request pr of fullName and
+// returns its id and its thread's GraphQL node id. It panics if InReplyTo
+// names no comment of pr.
+func (s *Server) AddReviewComment(fullName string, pr int, c ReviewCommentSpec) (commentID int64, threadID string) {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	rc, err := s.st.addReviewComment(s.st.repo(fullName), pr, c)
+	if err != nil {
+		panic("fake GitHub: " + err.Error())
+	}
+	return rc.id, rc.thread.id
+}
+
+func (st *store) addReviewComment(rp *repo, pr int, c ReviewCommentSpec) (*reviewComment, error) {
+	rc := &reviewComment{id: st.id(), pr: pr, login: c.Login, body: c.Body, path: c.Path, line: c.Line, created: time.Now().UTC().Truncate(time.Second)}
+	if c.InReplyTo != 0 {
+		parent := rp.reviewComment(pr, c.InReplyTo)
+		if parent == nil {
+			return nil, fmt.Errorf("no review comment %d on %s#%d", c.InReplyTo, rp.fullName, pr)
+		}
+		rc.thread = parent.thread
+		rc.inReplyTo = rc.thread.comments[0].id
+		rc.path, rc.line = parent.path, parent.line
+	} else {
+		st.nextNode++
+		rc.thread = &thread{id: "PRRT_" + strconv.Itoa(st.nextNode), pr: pr}
+		rp.threads = append(rp.threads, rc.thread)
+	}
+	rc.reviewID = c.ReviewID
+	if rc.reviewID == 0 {
+		rc.reviewID = st.addReview(rp, pr, c.Login, "COMMENTED", "").id
+	}
+	rc.thread.comments = append(rc.thread.comments, rc)
+	rp.comments = append(rp.comments, rc)
+	return rc, nil
+}
+
+func (r *repo) reviewComment(pr int, id int64) *reviewComment {
+	for _, c := range r.comments {
+		if c.id == id && c.pr == pr {
+			return c
+		}
+	}
+	return nil
+}
+
+// ReviewThreads returns the review threads of pull request pr of fullName,
+// oldest first.
+func (s *Server) ReviewThreads(fullName string, pr int) []ReviewThread {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	rp := s.st.repos[strings.ToLower(fullName)]
+	if rp == nil {
+		return nil
+	}
+	var out []ReviewThread
+	for _, th := range rp.threads {
+		if th.pr == pr {
+			out = append(out, th.snapshot())
+		}
+	}
+	return out
+}
+
+func (th *thread) snapshot() ReviewThread {
+	rt := ReviewThread{ID: th.id, Resolved: th.resolved, Path: th.comments[0].path, Line: th.comments[0].line}
+	for _, c := range th.comments {
+		rt.Comments = append(rt.Comments, ThreadComment{ID: c.id, Login: c.login, Body: c.body})
+	}
+	return rt
+}
+
+func (s *Server) serveReviews() {
+	s.mux.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}/comments", s.listReviewComments)
+	s.mux.HandleFunc("POST /repos/{owner}/{repo}/pulls/{number}/comments/{id}/replies", s.replyReviewComment)
+	s.mux.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}/reviews", s.listReviews)
+}
+
+func (s *Server) reviewCommentJSON(rp *repo, c *reviewComment) map[string]any {
+	id := strconv.FormatInt(c.id, 10)
+	out := map[string]any{
+		"id": c.id, "node_id": "PRRC_" + id, "body": c.body, "user": s.userJSON(c.login),
+		"path": c.path, "line": c.line, "original_line": c.line, "side": "RIGHT",
+		"pull_request_review_id": c.reviewID,
+		"created_at":             c.created.Format(time.RFC3339), "updated_at": c.created.Format(time.RFC3339),
+		"html_url":         "https://github.com/" + rp.fullName + "/pull/" + strconv.Itoa(c.pr) + "#discussion_r" + id,
+		"url":              s.URL + "/repos/" + rp.fullName + "/pulls/comments/" + id,
+		"pull_request_url": s.URL + "/repos/" + rp.fullName + "/pulls/" + strconv.Itoa(c.pr),
+	}
+	if c.inReplyTo != 0 {
+		out["in_reply_to_id"] = c.inReplyTo
+	}
+	if p := rp.pulls[c.pr]; p != nil {
+		out["commit_id"] = p.HeadSHA
+	}
+	return out
+}
+
+// prRoute authorizes r and finds the repository, locking st.mu, which the
+// caller must unlock when ok. Unlike pullRoute the pull request need not
+// be one the fake opened: AddReviewComment takes any number.
+func (s *Server) prRoute(w http.ResponseWriter, r *http.Request) (*repo, int, bool) {
+	if _, ok := s.Authorize(w, r); !ok {
+		return nil, 0, false
+	}
+	n, err := strconv.Atoi(r.PathValue("number"))
+	s.st.mu.Lock()
+	rp := s.st.lookup(r)
+	if rp == nil || err != nil {
+		s.st.mu.Unlock()
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return nil, 0, false
+	}
+	return rp, n, true
+}
+
+func (s *Server) listReviewComments(w http.ResponseWriter, r *http.Request) {
+	rp, n, ok := s.prRoute(w, r)
+	if !ok {
+		return
+	}
+	defer s.st.mu.Unlock()
+	out := []map[string]any{}
+	for _, c := range rp.comments {
+		if c.pr == n {
+			out = append(out, s.reviewCommentJSON(rp, c))
+		}
+	}
+	WriteJSON(w, http.StatusOK, paginate(w, r, out))
+}
+
+func (s *Server) replyReviewComment(w http.ResponseWriter, r *http.Request) {
+	rp, n, ok := s.prRoute(w, r)
+	if !ok {
+		return
+	}
+	defer s.st.mu.Unlock()
+	var body struct {
+		Body string `json:"body"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Body == "" {
+		WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
+		return
+	}
+	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	c, err := s.st.addReviewComment(rp, n, ReviewCommentSpec{Login: s.botLogin(), Body: body.Body, InReplyTo: id})
+	if err != nil {
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	WriteJSON(w, http.StatusCreated, s.reviewCommentJSON(rp, c))
+}
+
+func (s *Server) listReviews(w http.ResponseWriter, r *http.Request) {
+	rp, n, ok := s.prRoute(w, r)
+	if !ok {
+		return
+	}
+	defer s.st.mu.Unlock()
+	out := []map[string]any{}
+	for _, rv := range rp.reviews {
+		if rv.pr != n {
+			continue
+		}
+		id := strconv.FormatInt(rv.id, 10)
+		m := map[string]any{
+			"id": rv.id, "node_id": "PRR_" + id, "user": s.userJSON(rv.login), "body": rv.body, "state": rv.state,
+			"submitted_at":     rv.submitted.Format(time.RFC3339),
+			"html_url":         "https://github.com/" + rp.fullName + "/pull/" + strconv.Itoa(n) + "#pullrequestreview-" + id,
+			"pull_request_url": s.URL + "/repos/" + rp.fullName + "/pulls/" + strconv.Itoa(n),
+		}
+		if p := rp.pulls[n]; p != nil {
+			m["commit_id"] = p.HeadSHA
+		}
+		out = append(out, m)
+	}
+	WriteJSON(w, http.StatusOK, paginate(w, r, out))
+}
