@@ -110,18 +110,8 @@ INSERT INTO hand_backs (card_id, ticket_id, reason, created_at) VALUES ($1, $2, 
 ON CONFLICT (card_id, ticket_id) DO NOTHING`, h.CardID, h.TicketID, h.Reason, now); err != nil {
 		return false, fmt.Errorf("storing hand-back of card %d by ticket %d: %w", h.CardID, h.TicketID, err)
 	}
-	var holding int
-	err := q.QueryRow(ctx, `
-SELECT COUNT(*) FROM follow_up_notices n JOIN tickets t ON t.id = n.ticket_id
-WHERE n.card_id = $1 AND t.state NOT IN ('done', 'cancelled')
-  AND NOT EXISTS (SELECT 1 FROM hand_backs h WHERE h.card_id = n.card_id AND h.ticket_id = n.ticket_id)`, h.CardID).Scan(&holding)
-	if err != nil {
-		return false, fmt.Errorf("counting owners of card %d: %w", h.CardID, err)
-	}
-	if holding > 0 {
-		return false, nil
-	}
-	n, err := q.Exec(ctx, "UPDATE cards SET state = 'candidate', ticket_id = NULL, offered_at = NULL WHERE id = $1 AND state = 'follow_up'", h.CardID)
+	n, err := q.Exec(ctx, `UPDATE cards SET state = 'candidate', ticket_id = NULL, offered_at = NULL
+WHERE id = $1 AND state = 'follow_up' AND NOT EXISTS (`+holdingOwners+`)`, h.CardID)
 	if err != nil {
 		return false, fmt.Errorf("returning card %d to the main Session: %w", h.CardID, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
@@ -38,6 +39,8 @@ type Ticket struct {
 	Repo string `json:"repo,omitempty"`
 	// Branch is the Ticket's working branch, once it has one.
 	Branch string `json:"branch,omitempty"`
+	// PullNumber is the Ticket's pull request in Repo, once it has one.
+	PullNumber int `json:"pull_request,omitempty"`
 	// Origin is OriginExplicit or OriginInferred; Rules names the policy
 	// rules that admitted an inferred Ticket.
 	Origin string   `json:"origin"`
@@ -77,7 +80,7 @@ type Pause struct {
 	Reason string    `json:"reason,omitempty"`
 }
 
-const ticketColumns = `id, title, state, repo, branch, origin, rules, mandate, proposal,
+const ticketColumns = `id, title, state, repo, branch, pull_number, origin, rules, mandate, proposal,
     COALESCE(source_card_id, 0), paused_by, paused_at, pause_reason, created_at, updated_at`
 
 func scanTicket(row scanner) (Ticket, error) {
@@ -87,7 +90,7 @@ func scanTicket(row scanner) (Ticket, error) {
 		pausedAt       sql.NullTime
 		pausedBy, why  string
 	)
-	err := row.Scan(&t.ID, &t.Title, &t.State, &t.Repo, &t.Branch, &t.Origin, &rules, &mandate, &t.Proposal,
+	err := row.Scan(&t.ID, &t.Title, &t.State, &t.Repo, &t.Branch, &t.PullNumber, &t.Origin, &rules, &mandate, &t.Proposal,
 		&t.SourceCardID, &pausedBy, &pausedAt, &why, &t.CreatedAt, &t.UpdatedAt)
 	if err != nil {
 		return Ticket{}, err
@@ -221,23 +224,30 @@ func (s *Store) SetTicketState(ctx context.Context, q db.Querier, id int64, stat
 	return nil
 }
 
-// releaseHeld returns to the main Session the follow-up cards that an
-// ended Ticket was the last to hold after another owner handed them back.
+// releaseHeld returns to the main Session the follow-up cards that no
+// owner holds any more once this Ticket has ended: every other owner has
+// handed them back, or ended without being given them.
 func (s *Store) releaseHeld(ctx context.Context, q db.Querier, ticketID int64) error {
 	_, err := q.Exec(ctx, `
 UPDATE cards SET state = 'candidate', ticket_id = NULL, offered_at = NULL
 WHERE state = 'follow_up'
   AND id IN (SELECT card_id FROM follow_up_notices WHERE ticket_id = $1)
-  AND EXISTS (SELECT 1 FROM hand_backs h WHERE h.card_id = cards.id)
-  AND NOT EXISTS (
-    SELECT 1 FROM follow_up_notices n JOIN tickets t ON t.id = n.ticket_id
-    WHERE n.card_id = cards.id AND t.state NOT IN ('done', 'cancelled')
-      AND NOT EXISTS (SELECT 1 FROM hand_backs h WHERE h.card_id = n.card_id AND h.ticket_id = n.ticket_id))`, ticketID)
+  AND NOT EXISTS (`+holdingOwners+`)`, ticketID)
 	if err != nil {
 		return fmt.Errorf("returning cards held by ticket %d: %w", ticketID, err)
 	}
 	return nil
 }
+
+// holdingOwners selects the Tickets that still hold the card cards.id: it
+// reached them, they did not hand it back, and they are either still open
+// or were given it before they ended (they took it).
+const holdingOwners = `
+SELECT 1 FROM follow_up_notices n JOIN tickets t ON t.id = n.ticket_id
+WHERE n.card_id = cards.id
+  AND NOT EXISTS (SELECT 1 FROM hand_backs h WHERE h.card_id = n.card_id AND h.ticket_id = n.ticket_id)
+  AND (t.state NOT IN ('done', 'cancelled')
+       OR EXISTS (SELECT 1 FROM ticket_deliveries d WHERE d.card_id = n.card_id AND d.ticket_id = n.ticket_id))`
 
 // Pause holds a Ticket on a person's word; pausing a paused Ticket keeps
 // the first pause. The state before the pause is restored by Resume.
@@ -305,10 +315,19 @@ ON CONFLICT (ticket_id, thread_id) DO NOTHING`, ticketID, threadID, s.nowUTC())
 // Subscribers lists the Tickets, not done or cancelled, that follow a
 // Thread, lowest id first.
 func (s *Store) Subscribers(ctx context.Context, q db.Querier, threadID int64) ([]int64, error) {
+	// A review thread belongs to its pull request: the Tickets following
+	// the pull request's conversation follow its review threads too.
+	var key string
+	if err := q.QueryRow(ctx, "SELECT key FROM threads WHERE id = $1", threadID).Scan(&key); err != nil && !errors.Is(err, db.ErrNoRows) {
+		return nil, fmt.Errorf("listing subscribers of thread %d: %w", threadID, err)
+	}
+	parent, _, _ := strings.Cut(key, "/review-thread/")
 	rows, err := q.Query(ctx, `
-SELECT t.id FROM subscriptions s JOIN tickets t ON t.id = s.ticket_id
-WHERE s.thread_id = $1 AND t.state NOT IN ('done', 'cancelled')
-ORDER BY t.id`, threadID)
+SELECT DISTINCT t.id FROM subscriptions s
+JOIN tickets t ON t.id = s.ticket_id
+JOIN threads th ON th.id = s.thread_id
+WHERE (th.id = $1 OR th.key = $2) AND t.state NOT IN ('done', 'cancelled')
+ORDER BY t.id`, threadID, parent)
 	if err != nil {
 		return nil, fmt.Errorf("listing subscribers of thread %d: %w", threadID, err)
 	}

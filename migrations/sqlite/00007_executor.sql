@@ -1,0 +1,43 @@
+-- +goose Up
+-- Executors: each Ticket's pull request, the cards and notes its Executor
+-- has been given, the lease that keeps one Executor running per Ticket, and
+-- the counters behind the host's limits (review rounds per automated
+-- reviewer, fix attempts per head commit).
+ALTER TABLE tickets ADD COLUMN pull_number INTEGER NOT NULL DEFAULT 0;
+
+-- A row per card a Ticket's Executor was given ('delivered') or that the
+-- host kept from it on purpose ('withheld', with the reason). Either way the
+-- Ticket took the card: it does not go back to the main Session when the
+-- Ticket ends.
+CREATE TABLE ticket_deliveries (
+    ticket_id  INTEGER NOT NULL REFERENCES tickets (id) ON DELETE CASCADE,
+    card_id    INTEGER NOT NULL REFERENCES cards (id),
+    session_id INTEGER,
+    state      TEXT NOT NULL CHECK (state IN ('delivered', 'withheld')),
+    reason     TEXT NOT NULL DEFAULT '',
+    created_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (ticket_id, card_id)
+);
+
+CREATE TABLE executions (
+    ticket_id    INTEGER PRIMARY KEY REFERENCES tickets (id) ON DELETE CASCADE,
+    session_id   INTEGER,
+    holder       TEXT NOT NULL DEFAULT '',
+    lease_until  TIMESTAMP,
+    confirmed_at TIMESTAMP,
+    created_at   TIMESTAMP NOT NULL,
+    updated_at   TIMESTAMP NOT NULL
+);
+
+CREATE TABLE executor_counters (
+    ticket_id INTEGER NOT NULL REFERENCES tickets (id) ON DELETE CASCADE,
+    name      TEXT NOT NULL,
+    count     INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (ticket_id, name)
+);
+
+-- +goose Down
+DROP TABLE executor_counters;
+DROP TABLE executions;
+DROP TABLE ticket_deliveries;
+ALTER TABLE tickets DROP COLUMN pull_number;

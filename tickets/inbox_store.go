@@ -1,0 +1,187 @@
+package tickets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/superagent-dev/superagent/internal/db"
+)
+
+// Delivery states: a card a Ticket's Executor was given, or one the host
+// kept from it on purpose (a limit). Either way the Ticket took the card.
+const (
+	DeliveryDelivered = "delivered"
+	DeliveryWithheld  = "withheld"
+)
+
+// InboxCard is a card waiting for a Ticket's Executor, with the main
+// Session's routing note when the card was routed to the Ticket.
+type InboxCard struct {
+	Card
+	RoutingNote string `json:"routing_note,omitempty"`
+}
+
+// Note is a note from the main Session to a Ticket's Executor.
+type Note struct {
+	ID        int64     `json:"id"`
+	TicketID  int64     `json:"ticket"`
+	Text      string    `json:"text"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Inbox lists, oldest first, the cards that reached a Ticket and that its
+// Executor has not been given yet: the cards routed to it (the one that
+// made it and those attached to it) and the follow-ups in the Threads it
+// follows.
+func (s *Store) Inbox(ctx context.Context, q db.Querier, ticketID int64, limit int) ([]InboxCard, error) {
+	rows, err := q.Query(ctx, strings.Replace(cardSelect, "SELECT ", "SELECT c.routing_note, ", 1)+`
+WHERE (c.ticket_id = $1 AND c.state = 'routed'
+       OR c.id IN (SELECT card_id FROM follow_up_notices WHERE ticket_id = $1))
+  AND NOT EXISTS (SELECT 1 FROM ticket_deliveries d WHERE d.ticket_id = $1 AND d.card_id = c.id)
+ORDER BY c.id LIMIT $2`, ticketID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("reading the inbox of ticket %d: %w", ticketID, err)
+	}
+	defer rows.Close()
+	var out []InboxCard
+	for rows.Next() {
+		var ic InboxCard
+		c, err := scanCard(prefixScanner{rows, &ic.RoutingNote})
+		if err != nil {
+			return nil, fmt.Errorf("reading the inbox of ticket %d: %w", ticketID, err)
+		}
+		ic.Card = c
+		out = append(out, ic)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the inbox of ticket %d: %w", ticketID, err)
+	}
+	return out, nil
+}
+
+// prefixScanner scans one extra leading column into first.
+type prefixScanner struct {
+	row   scanner
+	first *string
+}
+
+func (p prefixScanner) Scan(dest ...any) error {
+	return p.row.Scan(append([]any{p.first}, dest...)...)
+}
+
+// MarkDelivered records that a card went to a Ticket's Executor (state
+// DeliveryDelivered, in Session sessionID) or was kept from it
+// (DeliveryWithheld, with the reason). Recording it twice keeps the first.
+func (s *Store) MarkDelivered(ctx context.Context, q db.Querier, ticketID, cardID, sessionID int64, state, reason string) error {
+	_, err := q.Exec(ctx, `
+INSERT INTO ticket_deliveries (ticket_id, card_id, session_id, state, reason, created_at)
+VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (ticket_id, card_id) DO NOTHING`,
+		ticketID, cardID, nullID(sessionID), state, reason, s.nowUTC())
+	if err != nil {
+		return fmt.Errorf("recording delivery of card %d to ticket %d: %w", cardID, ticketID, err)
+	}
+	return nil
+}
+
+// Delivery is how a card reached a Ticket's Executor.
+type Delivery struct {
+	CardID    int64     `json:"card"`
+	State     string    `json:"state"`
+	Reason    string    `json:"reason,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Deliveries lists what a Ticket's Executor was given or kept from, by card.
+func (s *Store) Deliveries(ctx context.Context, q db.Querier, ticketID int64) ([]Delivery, error) {
+	rows, err := q.Query(ctx, `SELECT card_id, state, reason, created_at FROM ticket_deliveries
+WHERE ticket_id = $1 ORDER BY card_id`, ticketID)
+	if err != nil {
+		return nil, fmt.Errorf("listing deliveries of ticket %d: %w", ticketID, err)
+	}
+	defer rows.Close()
+	var out []Delivery
+	for rows.Next() {
+		var d Delivery
+		if err := rows.Scan(&d.CardID, &d.State, &d.Reason, &d.CreatedAt); err != nil {
+			return nil, fmt.Errorf("listing deliveries of ticket %d: %w", ticketID, err)
+		}
+		d.CreatedAt = d.CreatedAt.UTC()
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing deliveries of ticket %d: %w", ticketID, err)
+	}
+	return out, nil
+}
+
+// PendingNotes lists the notes not yet given to a Ticket's Executor.
+func (s *Store) PendingNotes(ctx context.Context, q db.Querier, ticketID int64) ([]Note, error) {
+	rows, err := q.Query(ctx, `SELECT id, ticket_id, text, created_at FROM ticket_notes
+WHERE ticket_id = $1 AND delivered_at IS NULL ORDER BY id`, ticketID)
+	if err != nil {
+		return nil, fmt.Errorf("listing notes of ticket %d: %w", ticketID, err)
+	}
+	defer rows.Close()
+	var out []Note
+	for rows.Next() {
+		var n Note
+		if err := rows.Scan(&n.ID, &n.TicketID, &n.Text, &n.CreatedAt); err != nil {
+			return nil, fmt.Errorf("listing notes of ticket %d: %w", ticketID, err)
+		}
+		n.CreatedAt = n.CreatedAt.UTC()
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing notes of ticket %d: %w", ticketID, err)
+	}
+	return out, nil
+}
+
+// MarkNoteDelivered records that a note reached the Executor.
+func (s *Store) MarkNoteDelivered(ctx context.Context, q db.Querier, noteID int64) error {
+	if _, err := q.Exec(ctx, "UPDATE ticket_notes SET delivered_at = $2 WHERE id = $1 AND delivered_at IS NULL", noteID, s.nowUTC()); err != nil {
+		return fmt.Errorf("marking note %d delivered: %w", noteID, err)
+	}
+	return nil
+}
+
+// SetPullRequest records the Ticket's pull request number (and its branch).
+func (s *Store) SetPullRequest(ctx context.Context, q db.Querier, ticketID int64, branch string, number int) error {
+	if _, err := q.Exec(ctx, `UPDATE tickets SET pull_number = $2, branch = CASE WHEN $3 = '' THEN branch ELSE $3 END,
+    updated_at = $4 WHERE id = $1`, ticketID, number, branch, s.nowUTC()); err != nil {
+		return fmt.Errorf("recording the pull request of ticket %d: %w", ticketID, err)
+	}
+	return nil
+}
+
+// SetBranch records the Ticket's working branch.
+func (s *Store) SetBranch(ctx context.Context, q db.Querier, ticketID int64, branch string) error {
+	if _, err := q.Exec(ctx, "UPDATE tickets SET branch = $2, updated_at = $3 WHERE id = $1", ticketID, branch, s.nowUTC()); err != nil {
+		return fmt.Errorf("recording the branch of ticket %d: %w", ticketID, err)
+	}
+	return nil
+}
+
+// Unsubscribe stops a Ticket following a Thread.
+func (s *Store) Unsubscribe(ctx context.Context, q db.Querier, ticketID, threadID int64) error {
+	if _, err := q.Exec(ctx, "DELETE FROM subscriptions WHERE ticket_id = $1 AND thread_id = $2", ticketID, threadID); err != nil {
+		return fmt.Errorf("unsubscribing ticket %d from thread %d: %w", ticketID, threadID, err)
+	}
+	return nil
+}
+
+// Follows reports whether a Ticket follows the Thread with key.
+func (s *Store) Follows(ctx context.Context, q db.Querier, ticketID int64, key string) (Thread, bool, error) {
+	t, err := scanThread(q.QueryRow(ctx, "SELECT "+threadColumnsOf("th")+` FROM threads th
+JOIN subscriptions s ON s.thread_id = th.id WHERE s.ticket_id = $1 AND th.key = $2`, ticketID, key))
+	if errors.Is(err, db.ErrNoRows) {
+		return Thread{}, false, nil
+	}
+	if err != nil {
+		return Thread{}, false, fmt.Errorf("checking whether ticket %d follows %s: %w", ticketID, key, err)
+	}
+	return t, true, nil
+}
