@@ -122,6 +122,11 @@ type RunOptions struct {
 	// StopCheck is consulted at every step boundary; stop=true ends the
 	// Session as stopped with reason (a person paused or stopped the work).
 	StopCheck func(ctx context.Context) (stop bool, reason string)
+	// BeforeStep runs at every step boundary, after the last step's tool
+	// calls are answered and before the conversation is read again: a
+	// caller appends what arrived meanwhile (an Executor's follow-ups), so
+	// the model sees it at its next step. An error ends the Run.
+	BeforeStep func(ctx context.Context, sessionID int64) error
 	// Handoff returns the request for a handoff at rollover (for example
 	// the role's handoff part). Default: Config.HandoffMessage.
 	Handoff func(ctx context.Context, s *Session) (string, error)
@@ -167,6 +172,11 @@ func (r *Runtime) Run(ctx context.Context, sessionID int64, tools *Registry, opt
 			return r.interrupted(out, err)
 		}
 		resuming = false
+		if opts.BeforeStep != nil {
+			if err := opts.BeforeStep(ctx, s.ID); err != nil {
+				return r.interrupted(out, err)
+			}
+		}
 		if err := r.refresh(ctx, s, conv); err != nil {
 			return out, err
 		}

@@ -361,3 +361,25 @@ func TestRunErrors(t *testing.T) {
 		require.Equal(t, session.StateFailed, e.get(t, s.ID).State)
 	})
 }
+
+func TestBeforeStepDeliversAtTheNextStep(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, nil, fakeopenai.Calls(fakeopenai.Call("c1", "noop", `{}`)), fakeopenai.Text("seen"))
+		tools := registry(t, tool("noop", true, "", func(context.Context, session.Call) (string, error) { return "ok", nil }))
+		s := e.create(t, session.RoleExecutor, 5, "work")
+		calls := 0
+		out, err := e.rt.Run(t.Context(), s.ID, tools, session.RunOptions{BeforeStep: func(ctx context.Context, sid int64) error {
+			calls++
+			if calls == 2 {
+				_, err := e.rt.Append(ctx, d, sid, "a follow-up arrived")
+				return err
+			}
+			return nil
+		}})
+		require.NoError(t, err)
+		require.Equal(t, "seen", out.Final)
+		last := e.srv.Last()
+		require.Equal(t, "a follow-up arrived", last.LastMessage().Content, "the follow-up reached the model at its next step")
+		require.Equal(t, "ok", toolResults(last)["c1"])
+	})
+}
