@@ -112,7 +112,7 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 				return err
 			}
 			if !t.Proposal {
-				if err := o.enqueueExecutor(ctx, tx, id); err != nil {
+				if err := o.EnqueueExecutor(ctx, tx, id); err != nil {
 					return err
 				}
 			}
@@ -122,7 +122,7 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 				return err
 			}
 			if accepted {
-				if err := o.enqueueExecutor(ctx, tx, id); err != nil {
+				if err := o.EnqueueExecutor(ctx, tx, id); err != nil {
 					return err
 				}
 			}

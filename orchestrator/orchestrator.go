@@ -126,17 +126,18 @@ func PromptSource(p *promptparts.Service, env []promptparts.Var) session.PromptS
 	})
 }
 
-// Register adds the turn worker and the Executor placeholder to q.
+// Register adds the turn worker to q. The Executor's worker for
+// ExecuteArgs is package executor's.
 func (o *Orchestrator) Register(q *queue.Queue) {
 	queue.AddWorker(q, &RouteWorker{o: o})
-	queue.AddWorker(q, &ExecutePlaceholder{logger: o.cfg.Logger})
 }
 
 var _ tickets.Hook = (*Orchestrator)(nil)
 
 // CardAdmitted is the tickets.Hook ingestion calls inside the transaction
 // that stores each card: a person's pause, resume or accept command is
-// applied at once, and a candidate or follow-up schedules a turn.
+// applied at once, a follow-up wakes the Executors of the Tickets it
+// reached, and a candidate or follow-up schedules a turn.
 func (o *Orchestrator) CardAdmitted(ctx context.Context, tx *db.Tx, c tickets.Card) error {
 	if err := o.applyCommand(ctx, tx, c); err != nil {
 		return err
@@ -144,7 +145,35 @@ func (o *Orchestrator) CardAdmitted(ctx context.Context, tx *db.Tx, c tickets.Ca
 	if c.State != tickets.CardCandidate && c.State != tickets.CardFollowUp {
 		return nil
 	}
+	if c.State == tickets.CardFollowUp {
+		if err := o.wakeFollowers(ctx, tx, c); err != nil {
+			return err
+		}
+	}
 	return o.ScheduleTurn(ctx, tx)
+}
+
+// wakeFollowers enqueues the Executor of every Ticket a follow-up reached,
+// unless a person holds the Ticket or it still waits to be accepted: a
+// paused Ticket's follow-ups wait for the resume.
+func (o *Orchestrator) wakeFollowers(ctx context.Context, tx *db.Tx, c tickets.Card) error {
+	ids, err := o.deps.Tickets.FollowUpTickets(ctx, tx, c.ID)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		t, err := o.deps.Tickets.Ticket(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if t.Pause != nil || t.Proposal || t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
+			continue
+		}
+		if err := o.EnqueueExecutor(ctx, tx, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ScheduleTurn enqueues a turn inside tx, Debounce from now, unless one is
@@ -159,10 +188,7 @@ func (o *Orchestrator) ScheduleTurn(ctx context.Context, tx *db.Tx) error {
 	}
 	opts := &river.InsertOpts{
 		ScheduledAt: o.cfg.Now().Add(o.cfg.Debounce),
-		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
-			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-			rivertype.JobStateScheduled, rivertype.JobStateRetryable,
-		}},
+		UniqueOpts:  river.UniqueOpts{ByArgs: true, ByState: uniqueStates},
 	}
 	for slot := range 2 {
 		res, err := o.deps.Queue.InsertTx(ctx, tx, RouteArgs{Slot: slot}, opts)
@@ -176,21 +202,31 @@ func (o *Orchestrator) ScheduleTurn(ctx context.Context, tx *db.Tx) error {
 	return nil
 }
 
-// enqueueExecutor starts (or keeps) the Ticket's one Executor job in tx.
-func (o *Orchestrator) enqueueExecutor(ctx context.Context, tx *db.Tx, ticketID int64) error {
+// EnqueueExecutor wakes the Ticket's Executor in tx. One job waits or runs
+// per Ticket; when the one there is already running, it may have taken its
+// last look before tx commits, so a second is queued behind it (in the
+// other slot), and the Executor's lease keeps the two from working at once.
+func (o *Orchestrator) EnqueueExecutor(ctx context.Context, tx *db.Tx, ticketID int64) error {
 	if o.deps.Queue == nil {
 		return nil
 	}
-	_, err := o.deps.Queue.InsertTx(ctx, tx, ExecuteArgs{TicketID: ticketID}, &river.InsertOpts{
-		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
-			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-			rivertype.JobStateScheduled, rivertype.JobStateRetryable,
-		}},
-	})
-	if err != nil {
-		return fmt.Errorf("enqueueing the executor of ticket %d: %w", ticketID, err)
+	opts := &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
+	for slot := range 2 {
+		res, err := o.deps.Queue.InsertTx(ctx, tx, ExecuteArgs{TicketID: ticketID, Slot: slot}, opts)
+		if err != nil {
+			return fmt.Errorf("enqueueing the executor of ticket %d: %w", ticketID, err)
+		}
+		if !res.UniqueSkippedAsDuplicate || res.Job == nil || res.Job.State != rivertype.JobStateRunning {
+			return nil
+		}
 	}
 	return nil
+}
+
+// uniqueStates are the states in which a job counts as already there.
+var uniqueStates = []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+	rivertype.JobStateScheduled, rivertype.JobStateRetryable,
 }
 
 // Report stores an Executor's Report and schedules a turn in tx, so the

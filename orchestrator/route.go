@@ -218,7 +218,7 @@ func (o *Orchestrator) place(ctx context.Context, tx *db.Tx, c tickets.Card, t t
 		return err
 	}
 	if t.Pause == nil && !t.Proposal {
-		if err := o.enqueueExecutor(ctx, tx, t.ID); err != nil {
+		if err := o.EnqueueExecutor(ctx, tx, t.ID); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -55,6 +54,9 @@ func (w *RouteWorker) Work(ctx context.Context, job *river.Job[RouteArgs]) error
 // ExecuteArgs is a Ticket's Executor job, one per Ticket at a time.
 type ExecuteArgs struct {
 	TicketID int64 `json:"ticket_id"`
+	// Slot tells apart a running job and the one queued behind it (see
+	// EnqueueExecutor).
+	Slot int `json:"slot,omitempty"`
 }
 
 // Kind names the job.
@@ -62,18 +64,3 @@ func (ExecuteArgs) Kind() string { return "execute_ticket" }
 
 // InsertOpts puts Executors on the execution queue.
 func (ExecuteArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue.Execution} }
-
-// ExecutePlaceholder stands in for the Executor until the executor package
-// exists: it only logs that the Ticket's Executor would run now. It is the
-// entry point the next issue replaces with the real worker for
-// ExecuteArgs (register that instead of this one).
-type ExecutePlaceholder struct {
-	river.WorkerDefaults[ExecuteArgs]
-	logger *slog.Logger
-}
-
-// Work logs the Ticket and completes.
-func (w *ExecutePlaceholder) Work(_ context.Context, job *river.Job[ExecuteArgs]) error {
-	w.logger.Info("executor would run now (not implemented yet)", "ticket", job.Args.TicketID, "job", job.ID)
-	return nil
-}

@@ -2,7 +2,6 @@ package tickets
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -173,15 +172,27 @@ func (s *Store) Unsubscribe(ctx context.Context, q db.Querier, ticketID, threadI
 	return nil
 }
 
-// Follows reports whether a Ticket follows the Thread with key.
-func (s *Store) Follows(ctx context.Context, q db.Querier, ticketID int64, key string) (Thread, bool, error) {
-	t, err := scanThread(q.QueryRow(ctx, "SELECT "+threadColumnsOf("th")+` FROM threads th
-JOIN subscriptions s ON s.thread_id = th.id WHERE s.ticket_id = $1 AND th.key = $2`, ticketID, key))
-	if errors.Is(err, db.ErrNoRows) {
-		return Thread{}, false, nil
-	}
+// Follows reports whether a Ticket follows the Thread with key (directly,
+// or through the pull request a review thread belongs to) and whether it
+// follows it for context only.
+func (s *Store) Follows(ctx context.Context, q db.Querier, ticketID int64, key string) (followed, contextOnly bool, err error) {
+	parent, _, _ := strings.Cut(key, "/review-thread/")
+	rows, err := q.Query(ctx, `SELECT s.context_only FROM subscriptions s JOIN threads th ON th.id = s.thread_id
+WHERE s.ticket_id = $1 AND th.key IN ($2, $3)`, ticketID, key, parent)
 	if err != nil {
-		return Thread{}, false, fmt.Errorf("checking whether ticket %d follows %s: %w", ticketID, key, err)
+		return false, false, fmt.Errorf("checking whether ticket %d follows %s: %w", ticketID, key, err)
 	}
-	return t, true, nil
+	defer rows.Close()
+	contextOnly = true
+	for rows.Next() {
+		var c bool
+		if err := rows.Scan(&c); err != nil {
+			return false, false, fmt.Errorf("checking whether ticket %d follows %s: %w", ticketID, key, err)
+		}
+		followed, contextOnly = true, contextOnly && c
+	}
+	if err := rows.Err(); err != nil {
+		return false, false, fmt.Errorf("checking whether ticket %d follows %s: %w", ticketID, key, err)
+	}
+	return followed, followed && contextOnly, nil
 }

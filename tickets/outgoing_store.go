@@ -33,22 +33,25 @@ type Outgoing struct {
 	// Kind is reaction, comment or reply.
 	Kind string `json:"kind"`
 	// Target says where: a comment or message id, an issue number.
-	Target    string     `json:"target,omitempty"`
-	Body      string     `json:"body,omitempty"`
-	State     string     `json:"state"`
-	Error     string     `json:"error,omitempty"`
+	Target string `json:"target,omitempty"`
+	Body   string `json:"body,omitempty"`
+	State  string `json:"state"`
+	Error  string `json:"error,omitempty"`
+	// Result is what a sent write produced (a URL, a number), kept so a
+	// retried call answers the same without writing again.
+	Result    string     `json:"result,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
 	SentAt    *time.Time `json:"sent_at,omitempty"`
 }
 
-const outgoingColumns = "id, intent_key, COALESCE(ticket_id, 0), COALESCE(card_id, 0), source, kind, target, body, state, error, created_at, sent_at"
+const outgoingColumns = "id, intent_key, COALESCE(ticket_id, 0), COALESCE(card_id, 0), source, kind, target, body, state, error, result, created_at, sent_at"
 
 func scanOutgoing(row scanner) (Outgoing, error) {
 	var (
 		o      Outgoing
 		sentAt sql.NullTime
 	)
-	err := row.Scan(&o.ID, &o.Key, &o.TicketID, &o.CardID, &o.Source, &o.Kind, &o.Target, &o.Body, &o.State, &o.Error, &o.CreatedAt, &sentAt)
+	err := row.Scan(&o.ID, &o.Key, &o.TicketID, &o.CardID, &o.Source, &o.Kind, &o.Target, &o.Body, &o.State, &o.Error, &o.Result, &o.CreatedAt, &sentAt)
 	if sentAt.Valid {
 		t := sentAt.Time.UTC()
 		o.SentAt = &t
@@ -96,6 +99,27 @@ func (s *Store) FinishIntent(ctx context.Context, q db.Querier, id int64, sendEr
 		return fmt.Errorf("finishing outgoing %d: %w", id, err)
 	}
 	return nil
+}
+
+// SentIntent records that an intent was sent and what it produced.
+func (s *Store) SentIntent(ctx context.Context, q db.Querier, id int64, result string) error {
+	if _, err := q.Exec(ctx, "UPDATE outgoing_messages SET state = 'sent', error = '', result = $2, sent_at = $3 WHERE id = $1",
+		id, result, s.nowUTC()); err != nil {
+		return fmt.Errorf("finishing outgoing %d: %w", id, err)
+	}
+	return nil
+}
+
+// Reclaim moves an intent that failed, or whose sender died mid-call, back
+// to sending for a caller that has made sure it was not sent (or that the
+// other side deduplicates); it reports whether this caller won it.
+func (s *Store) Reclaim(ctx context.Context, q db.Querier, id int64, from string) (bool, error) {
+	n, err := q.Exec(ctx, "UPDATE outgoing_messages SET state = 'sending', error = '', claimed_at = $3 WHERE id = $1 AND state = $2",
+		id, from, s.nowUTC())
+	if err != nil {
+		return false, fmt.Errorf("reclaiming outgoing %d: %w", id, err)
+	}
+	return n > 0, nil
 }
 
 // PendingIntents lists intents not yet claimed, oldest first.

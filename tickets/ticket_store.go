@@ -301,6 +301,19 @@ WHERE id = $1 AND proposal AND state = 'waiting'`, id, s.nowUTC())
 	return n > 0, nil
 }
 
+// SubscribeForContext makes a Ticket follow a Thread for context only: its
+// cards reach the Executor, but it grants no right to write there. A
+// Thread the Ticket already follows for work stays so.
+func (s *Store) SubscribeForContext(ctx context.Context, q db.Querier, ticketID, threadID int64) error {
+	_, err := q.Exec(ctx, `
+INSERT INTO subscriptions (ticket_id, thread_id, created_at, context_only) VALUES ($1, $2, $3, TRUE)
+ON CONFLICT (ticket_id, thread_id) DO NOTHING`, ticketID, threadID, s.nowUTC())
+	if err != nil {
+		return fmt.Errorf("subscribing ticket %d to thread %d for context: %w", ticketID, threadID, err)
+	}
+	return nil
+}
+
 // Subscribe makes a Ticket follow a Thread; subscribing twice is a no-op.
 func (s *Store) Subscribe(ctx context.Context, q db.Querier, ticketID, threadID int64) error {
 	_, err := q.Exec(ctx, `

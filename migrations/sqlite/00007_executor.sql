@@ -5,6 +5,14 @@
 -- reviewer, fix attempts per head commit).
 ALTER TABLE tickets ADD COLUMN pull_number INTEGER NOT NULL DEFAULT 0;
 
+-- A Thread followed for context only: its cards reach the Executor, but it
+-- may not write there.
+ALTER TABLE subscriptions ADD COLUMN context_only BOOLEAN NOT NULL DEFAULT FALSE;
+
+-- What a sent write produced (a comment's URL, a pull request's number), so
+-- a retried tool call answers the same without writing again.
+ALTER TABLE outgoing_messages ADD COLUMN result TEXT NOT NULL DEFAULT '';
+
 -- A row per card a Ticket's Executor was given ('delivered') or that the
 -- host kept from it on purpose ('withheld', with the reason). Either way the
 -- Ticket took the card: it does not go back to the main Session when the
@@ -40,4 +48,6 @@ CREATE TABLE executor_counters (
 DROP TABLE executor_counters;
 DROP TABLE executions;
 DROP TABLE ticket_deliveries;
+ALTER TABLE outgoing_messages DROP COLUMN result;
+ALTER TABLE subscriptions DROP COLUMN context_only;
 ALTER TABLE tickets DROP COLUMN pull_number;
