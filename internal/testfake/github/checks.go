@@ -52,8 +52,18 @@ func (s *Server) AddCheckRun(fullName, headSHA string, c CheckRunSpec) int64 {
 }
 
 func (s *Server) serveChecks() {
-	s.mux.HandleFunc("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", s.listCheckRuns)
-	s.mux.HandleFunc("GET /repos/{owner}/{repo}/commits/{ref}/status", s.combinedStatus)
+	// Refs are branch names that may hold slashes, which go-github does
+	// not escape, so one route takes the rest of the path.
+	s.mux.HandleFunc("GET /repos/{owner}/{repo}/commits/{rest...}", func(w http.ResponseWriter, r *http.Request) {
+		rest := r.PathValue("rest")
+		if ref, ok := strings.CutSuffix(rest, "/check-runs"); ok {
+			s.listCheckRuns(w, r, ref)
+		} else if ref, ok := strings.CutSuffix(rest, "/status"); ok {
+			s.combinedStatus(w, r, ref)
+		} else {
+			WriteError(w, http.StatusNotFound, "Not Found")
+		}
+	})
 	s.mux.HandleFunc("GET /repos/{owner}/{repo}/actions/jobs/{id}/logs", s.jobLogs)
 	s.mux.HandleFunc("GET /_fake/job-logs/{id}", s.downloadLog)
 }
@@ -68,7 +78,7 @@ func refSHA(rp *repo, ref string) string {
 	return ref
 }
 
-func (s *Server) listCheckRuns(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listCheckRuns(w http.ResponseWriter, r *http.Request, ref string) {
 	if _, ok := s.Authorize(w, r); !ok {
 		return
 	}
@@ -79,7 +89,7 @@ func (s *Server) listCheckRuns(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	sha := refSHA(rp, r.PathValue("ref"))
+	sha := refSHA(rp, ref)
 	q := r.URL.Query()
 	var runs []*checkRun
 	for _, c := range s.st.checks {
@@ -115,7 +125,7 @@ func (s *Server) listCheckRuns(w http.ResponseWriter, r *http.Request) {
 
 // combinedStatus answers success with no statuses: the fake keeps CI in
 // check runs.
-func (s *Server) combinedStatus(w http.ResponseWriter, r *http.Request) {
+func (s *Server) combinedStatus(w http.ResponseWriter, r *http.Request, ref string) {
 	if _, ok := s.Authorize(w, r); !ok {
 		return
 	}
@@ -127,7 +137,7 @@ func (s *Server) combinedStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{
-		"state": "success", "sha": refSHA(rp, r.PathValue("ref")), "total_count": 0, "statuses": []any{},
+		"state": "success", "sha": refSHA(rp, ref), "total_count": 0, "statuses": []any{},
 		"repository": s.repoJSON(rp),
 	})
 }

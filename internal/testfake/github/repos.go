@@ -87,16 +87,21 @@ func (r *repo) nextNumber() int {
 //	PUT   /repos/{owner}/{repo}/pulls/{number}/merge
 //	GET   /repos/{owner}/{repo}/pulls/{number}/files
 //	GET   /repos/{owner}/{repo}/pulls/{number}/comments
+//	POST  /repos/{owner}/{repo}/pulls/{number}/comments  ({body, path, line} or {body, in_reply_to})
 //	POST  /repos/{owner}/{repo}/pulls/{number}/comments/{id}/replies
 //	GET   /repos/{owner}/{repo}/pulls/{number}/reviews
 //	GET   /repos/{owner}/{repo}/issues/{number}
 //	GET   /repos/{owner}/{repo}/issues/{number}/comments
 //	PATCH /repos/{owner}/{repo}/issues/comments/{id}
-//	GET   /repos/{owner}/{repo}/commits/{ref}/check-runs
+//	GET   /repos/{owner}/{repo}/commits/{ref}/check-runs  (ref: sha or branch)
 //	GET   /repos/{owner}/{repo}/commits/{ref}/status
 //	GET   /repos/{owner}/{repo}/actions/jobs/{id}/logs  (302 to the log)
 //	GET   /users/{login}
-//	POST  /graphql
+//	POST  /graphql  (see graphql.go)
+//
+// ServeConversations' routes (posting issue comments, reactions) come
+// along. The job log download, GET /_fake/job-logs/{id}, needs no token,
+// like GitHub's pre-signed log URLs.
 func (s *Server) ServeRepositories() {
 	s.ServeConversations()
 	s.st.mu.Lock()

@@ -161,6 +161,7 @@ func (th *thread) snapshot() ReviewThread {
 
 func (s *Server) serveReviews() {
 	s.mux.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}/comments", s.listReviewComments)
+	s.mux.HandleFunc("POST /repos/{owner}/{repo}/pulls/{number}/comments", s.createReviewComment)
 	s.mux.HandleFunc("POST /repos/{owner}/{repo}/pulls/{number}/comments/{id}/replies", s.replyReviewComment)
 	s.mux.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}/reviews", s.listReviews)
 }
@@ -218,21 +219,48 @@ func (s *Server) listReviewComments(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, paginate(w, r, out))
 }
 
+// createReviewComment is the bot commenting on the diff ({body, path,
+// line}) or replying ({body, in_reply_to}, go-github's
+// CreateCommentInReplyTo).
+func (s *Server) createReviewComment(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Body      string `json:"body"`
+		Path      string `json:"path"`
+		Line      int    `json:"line"`
+		InReplyTo int64  `json:"in_reply_to"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Body == "" || (body.InReplyTo == 0 && body.Path == "") {
+		if _, ok := s.Authorize(w, r); ok {
+			WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
+		}
+		return
+	}
+	s.addBotReviewComment(w, r, ReviewCommentSpec{Body: body.Body, Path: body.Path, Line: body.Line, InReplyTo: body.InReplyTo})
+}
+
+// replyReviewComment answers POST .../pulls/{number}/comments/{id}/replies.
 func (s *Server) replyReviewComment(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Body string `json:"body"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Body == "" {
+		if _, ok := s.Authorize(w, r); ok {
+			WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
+		}
+		return
+	}
+	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	s.addBotReviewComment(w, r, ReviewCommentSpec{Body: body.Body, InReplyTo: id})
+}
+
+func (s *Server) addBotReviewComment(w http.ResponseWriter, r *http.Request, spec ReviewCommentSpec) {
 	rp, n, ok := s.prRoute(w, r)
 	if !ok {
 		return
 	}
 	defer s.st.mu.Unlock()
-	var body struct {
-		Body string `json:"body"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Body == "" {
-		WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
-		return
-	}
-	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	c, err := s.st.addReviewComment(rp, n, ReviewCommentSpec{Login: s.botLogin(), Body: body.Body, InReplyTo: id})
+	spec.Login = s.botLogin()
+	c, err := s.st.addReviewComment(rp, n, spec)
 	if err != nil {
 		WriteError(w, http.StatusNotFound, "Not Found")
 		return

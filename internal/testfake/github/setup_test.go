@@ -74,3 +74,37 @@ func (e *env) pushBranch(t *testing.T, branch string, files map[string]string) s
 	mustGit(t, dir, "-c", e.authHeader(), "push", "--quiet", "origin", branch)
 	return mustGit(t, dir, "rev-parse", "HEAD")
 }
+
+// graphql posts query with the installation's client and returns data,
+// failing on GraphQL errors.
+func graphql(t *testing.T, e *env, query string, vars map[string]any) map[string]any {
+	t.Helper()
+	data, errs := graphqlRaw(t, e, query, vars)
+	require.Empty(t, errs)
+	return data
+}
+
+func graphqlRaw(t *testing.T, e *env, query string, vars map[string]any) (map[string]any, []map[string]any) {
+	t.Helper()
+	req, err := e.gh.NewRequest("POST", e.fake.URL+"/graphql", map[string]any{"query": query, "variables": vars})
+	require.NoError(t, err)
+	var out struct {
+		Data   map[string]any   `json:"data"`
+		Errors []map[string]any `json:"errors"`
+	}
+	_, err = e.gh.Do(context.Background(), req, &out)
+	require.NoError(t, err)
+	return out.Data, out.Errors
+}
+
+// dig walks nested JSON objects.
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
