@@ -58,6 +58,9 @@ type pull struct {
 // its number.
 func (s *Server) AddPullRequest(t testing.TB, fullName string, spec PullRequestSpec) int {
 	t.Helper()
+	if spec.Login == "" {
+		t.Fatalf("fake GitHub: a pull request on %s needs a Login", fullName)
+	}
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	rp := s.st.repos[strings.ToLower(fullName)]

@@ -90,6 +90,7 @@ func (r *repo) nextNumber() int {
 //	POST  /repos/{owner}/{repo}/pulls/{number}/comments  ({body, path, line} or {body, in_reply_to})
 //	POST  /repos/{owner}/{repo}/pulls/{number}/comments/{id}/replies
 //	GET   /repos/{owner}/{repo}/pulls/{number}/reviews
+//	POST  /repos/{owner}/{repo}/pulls/{number}/reviews  (body, event, comments[{path, line, body}])
 //	GET   /repos/{owner}/{repo}/issues/{number}
 //	GET   /repos/{owner}/{repo}/issues/{number}/comments
 //	PATCH /repos/{owner}/{repo}/issues/comments/{id}
@@ -136,7 +137,11 @@ func (s *Server) AddRepo(t testing.TB, fullName, defaultBranch string, files map
 		s.st.root = t.TempDir()
 	}
 	dir := filepath.Join(s.st.root, owner, name+".git")
+	r := s.st.repos[strings.ToLower(fullName)]
 	s.st.mu.Unlock()
+	if r != nil && r.dir != "" {
+		t.Fatalf("fake GitHub: repository %s added twice", fullName)
+	}
 	for _, args := range [][]string{
 		{"init", "--bare", "--quiet", "--initial-branch=" + defaultBranch, dir},
 		{"--git-dir", dir, "config", "http.receivepack", "true"},
@@ -150,7 +155,7 @@ func (s *Server) AddRepo(t testing.TB, fullName, defaultBranch string, files map
 	}
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
-	r := s.st.repo(fullName)
+	r = s.st.repo(fullName)
 	r.defaultBranch, r.dir = defaultBranch, dir
 	return dir
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -49,6 +50,13 @@ func TestGitOverHTTP(t *testing.T) {
 		require.Equal(t, sha, got)
 		require.Equal(t, "package widgets\n", mustGit(t, "", "--git-dir", e.bare, "show", "superagent/fix:fix.go")+"\n")
 		require.Equal(t, 1, e.fake.Count("POST", "/git/octo/widgets.git/git-receive-pack"))
+	})
+
+	t.Run("credentials in the URL", func(t *testing.T) {
+		withCreds := strings.Replace(url, "http://", "http://x-access-token:"+e.token+"@", 1)
+		dir := filepath.Join(t.TempDir(), "c")
+		mustGit(t, "", "clone", "--quiet", withCreds, dir)
+		require.FileExists(t, filepath.Join(dir, "README.md"))
 	})
 
 	t.Run("push without a token fails", func(t *testing.T) {

@@ -164,6 +164,7 @@ func (s *Server) serveReviews() {
 	s.mux.HandleFunc("POST /repos/{owner}/{repo}/pulls/{number}/comments", s.createReviewComment)
 	s.mux.HandleFunc("POST /repos/{owner}/{repo}/pulls/{number}/comments/{id}/replies", s.replyReviewComment)
 	s.mux.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}/reviews", s.listReviews)
+	s.mux.HandleFunc("POST /repos/{owner}/{repo}/pulls/{number}/reviews", s.createReview)
 }
 
 func (s *Server) reviewCommentJSON(rp *repo, c *reviewComment) map[string]any {
@@ -268,6 +269,61 @@ func (s *Server) addBotReviewComment(w http.ResponseWriter, r *http.Request, spe
 	WriteJSON(w, http.StatusCreated, s.reviewCommentJSON(rp, c))
 }
 
+// reviewStates maps the events of POST .../reviews to review states.
+var reviewStates = map[string]string{"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED", "": "PENDING"}
+
+// createReview is the bot submitting a review, with its comments each
+// starting a thread.
+func (s *Server) createReview(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Body     string `json:"body"`
+		Event    string `json:"event"`
+		Comments []struct {
+			Path string `json:"path"`
+			Line int    `json:"line"`
+			Body string `json:"body"`
+		} `json:"comments"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		if _, ok := s.Authorize(w, r); ok {
+			WriteError(w, http.StatusBadRequest, "Problems parsing JSON")
+		}
+		return
+	}
+	state, known := reviewStates[body.Event]
+	rp, n, ok := s.prRoute(w, r)
+	if !ok {
+		return
+	}
+	defer s.st.mu.Unlock()
+	if !known {
+		WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
+		return
+	}
+	rv := s.st.addReview(rp, n, s.botLogin(), state, body.Body)
+	for _, c := range body.Comments {
+		if _, err := s.st.addReviewComment(rp, n, ReviewCommentSpec{Login: rv.login, Body: c.Body, Path: c.Path, Line: c.Line, ReviewID: rv.id}); err != nil {
+			WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
+			return
+		}
+	}
+	WriteJSON(w, http.StatusOK, s.reviewJSON(rp, rv))
+}
+
+func (s *Server) reviewJSON(rp *repo, rv *review) map[string]any {
+	id := strconv.FormatInt(rv.id, 10)
+	m := map[string]any{
+		"id": rv.id, "node_id": "PRR_" + id, "user": s.userJSON(rv.login), "body": rv.body, "state": rv.state,
+		"submitted_at":     rv.submitted.Format(time.RFC3339),
+		"html_url":         "https://github.com/" + rp.fullName + "/pull/" + strconv.Itoa(rv.pr) + "#pullrequestreview-" + id,
+		"pull_request_url": s.URL + "/repos/" + rp.fullName + "/pulls/" + strconv.Itoa(rv.pr),
+	}
+	if p := rp.pulls[rv.pr]; p != nil {
+		m["commit_id"] = p.HeadSHA
+	}
+	return m
+}
+
 func (s *Server) listReviews(w http.ResponseWriter, r *http.Request) {
 	rp, n, ok := s.prRoute(w, r)
 	if !ok {
@@ -276,20 +332,9 @@ func (s *Server) listReviews(w http.ResponseWriter, r *http.Request) {
 	defer s.st.mu.Unlock()
 	out := []map[string]any{}
 	for _, rv := range rp.reviews {
-		if rv.pr != n {
-			continue
+		if rv.pr == n {
+			out = append(out, s.reviewJSON(rp, rv))
 		}
-		id := strconv.FormatInt(rv.id, 10)
-		m := map[string]any{
-			"id": rv.id, "node_id": "PRR_" + id, "user": s.userJSON(rv.login), "body": rv.body, "state": rv.state,
-			"submitted_at":     rv.submitted.Format(time.RFC3339),
-			"html_url":         "https://github.com/" + rp.fullName + "/pull/" + strconv.Itoa(n) + "#pullrequestreview-" + id,
-			"pull_request_url": s.URL + "/repos/" + rp.fullName + "/pulls/" + strconv.Itoa(n),
-		}
-		if p := rp.pulls[n]; p != nil {
-			m["commit_id"] = p.HeadSHA
-		}
-		out = append(out, m)
 	}
 	WriteJSON(w, http.StatusOK, paginate(w, r, out))
 }

@@ -124,12 +124,21 @@ func TestReviewsAndThreads(t *testing.T) {
 	require.Equal(t, "carol", reviews[0].GetUser().GetLogin())
 	require.Equal(t, "COMMENTED", reviews[1].GetState())
 
+	submitted, _, err := e.gh.PullRequests.CreateReview(ctx, "octo", "widgets", n, &github.PullRequestReviewRequest{
+		Body: github.String("Addressed"), Event: github.String("COMMENT"),
+		Comments: []*github.DraftReviewComment{{Path: github.String("fix.go"), Line: github.Int(1), Body: github.String("Here")}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "COMMENTED", submitted.GetState())
+	require.Equal(t, "superagent[bot]", submitted.GetUser().GetLogin())
+	require.Len(t, e.fake.ReviewThreads(repoName, n), 4)
+
 	query := `query($owner: String!, $name: String!, $number: Int!) {
 	  repository(owner: $owner, name: $name) { pullRequest(number: $number) {
 	    reviewThreads(first: 100) { nodes { id isResolved comments(first: 50) { nodes { databaseId author { login } body } } } } } } }`
 	data := graphql(t, e, query, map[string]any{"owner": "octo", "name": "widgets", "number": n})
 	nodes := dig(data, "repository", "pullRequest", "reviewThreads", "nodes").([]any)
-	require.Len(t, nodes, 3)
+	require.Len(t, nodes, 4)
 	require.Equal(t, th1, dig(nodes[0], "id"))
 	require.Equal(t, false, dig(nodes[0], "isResolved"))
 	cs := dig(nodes[0], "comments", "nodes").([]any)
@@ -142,7 +151,7 @@ func TestReviewsAndThreads(t *testing.T) {
 	data = graphql(t, e, `mutation { resolveReviewThread(input: {threadId: "`+th1+`"}) { thread { id isResolved } } }`, nil)
 	require.Equal(t, true, dig(data, "resolveReviewThread", "thread", "isResolved"))
 	threads := e.fake.ReviewThreads(repoName, n)
-	require.Len(t, threads, 3)
+	require.Len(t, threads, 4)
 	require.Equal(t, fakegithub.ReviewThread{ID: th1, Resolved: true, Path: "fix.go", Line: 1, Comments: []fakegithub.ThreadComment{
 		{ID: c1, Login: "carol", Body: "Name it better"}, {ID: reply.GetID(), Login: "superagent[bot]", Body: "Renamed"},
 	}}, threads[0])
