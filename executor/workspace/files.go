@@ -169,6 +169,20 @@ func (w *Workspace) ReadFile(p string, offset, limit int) (string, error) {
 	return out.String(), nil
 }
 
+// readSearchable returns the contents of name if it is a text file small
+// enough to search.
+func readSearchable(fsys fs.FS, name string) ([]byte, bool) {
+	fi, err := fs.Stat(fsys, name)
+	if err != nil || fi.Size() > maxSearchFile {
+		return nil, false
+	}
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil || isBinary(data[:min(len(data), binarySniffBytes)]) {
+		return nil, false
+	}
+	return data, true
+}
+
 func isBinary(b []byte) bool {
 	if bytes.IndexByte(b, 0) >= 0 {
 		return true
@@ -209,14 +223,14 @@ func (w *Workspace) WriteFile(p, content string) error {
 	return nil
 }
 
-// EditFile replaces old with new in path. old must occur exactly once unless
-// all is set, in which case every occurrence is replaced. It returns how many
+// EditFile replaces oldText with newText in path. oldText must occur exactly
+// once unless all is set, in which case every occurrence is replaced. It returns how many
 // were replaced.
-func (w *Workspace) EditFile(p, old, new string, all bool) (replaced int, err error) {
-	if old == "" {
+func (w *Workspace) EditFile(p, oldText, newText string, all bool) (replaced int, err error) {
+	if oldText == "" {
 		return 0, fmt.Errorf("editing %q: the text to replace is empty", p)
 	}
-	if old == new {
+	if oldText == newText {
 		return 0, fmt.Errorf("editing %q: the replacement is the same as the text to replace", p)
 	}
 	root, err := w.openRoot()
@@ -237,14 +251,14 @@ func (w *Workspace) EditFile(p, old, new string, all bool) (replaced int, err er
 		return 0, fmt.Errorf("editing %q: %w", p, err)
 	}
 	text := string(data)
-	n := strings.Count(text, old)
+	n := strings.Count(text, oldText)
 	switch {
 	case n == 0:
 		return 0, fmt.Errorf("editing %q: the text to replace was not found (it must match exactly, whitespace included)", p)
 	case n > 1 && !all:
 		return 0, fmt.Errorf("editing %q: the text to replace occurs %d times; add context to make it unique, or replace all", p, n)
 	}
-	if err := root.WriteFile(rel, []byte(strings.ReplaceAll(text, old, new)), fi.Mode().Perm()); err != nil {
+	if err := root.WriteFile(rel, []byte(strings.ReplaceAll(text, oldText, newText)), fi.Mode().Perm()); err != nil {
 		return 0, fmt.Errorf("editing %q: %w", p, err)
 	}
 	return n, nil
@@ -274,30 +288,21 @@ func (w *Workspace) Search(ctx context.Context, pattern, p string, maxResults in
 	var out strings.Builder
 	results := 0
 	capped := false
-	err = fs.WalkDir(fsys, rel, func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if name == rel {
-				return err
-			}
+	err = fs.WalkDir(fsys, rel, func(name string, d fs.DirEntry, walkErr error) error {
+		switch {
+		case walkErr != nil && name == rel:
+			return walkErr
+		case walkErr != nil:
 			return nil // unreadable entries are skipped
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case d.IsDir() && d.Name() == ".git":
+			return fs.SkipDir
+		case !d.Type().IsRegular():
+			return nil // directories, and symlinks, which could lead out
 		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return ctxErr
-		}
-		if d.IsDir() {
-			if d.Name() == ".git" {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		if fi, err := d.Info(); err != nil || fi.Size() > maxSearchFile {
-			return nil
-		}
-		data, err := fs.ReadFile(fsys, name)
-		if err != nil || isBinary(data[:min(len(data), binarySniffBytes)]) {
+		data, ok := readSearchable(fsys, name)
+		if !ok {
 			return nil
 		}
 		line := 0

@@ -31,6 +31,12 @@ func (w *Workspace) git(ctx context.Context, args ...string) (string, error) {
 	return w.m.git.run(ctx, gitCmd{dir: w.dir, args: args})
 }
 
+// isAncestor reports whether a is an ancestor of b (or b itself).
+func (w *Workspace) isAncestor(ctx context.Context, a, b string) bool {
+	_, err := w.git(ctx, "merge-base", "--is-ancestor", a, b)
+	return err == nil
+}
+
 func (w *Workspace) refExists(ctx context.Context, ref string) bool {
 	_, err := w.git(ctx, "rev-parse", "--verify", "-q", ref+"^{commit}")
 	return err == nil
@@ -60,7 +66,7 @@ func (w *Workspace) checkoutBranch(ctx context.Context, remote Remote, branch st
 		}
 		// Take commits pushed by others, but only when that loses nothing:
 		// the local branch must be an ancestor of origin's.
-		if _, err := w.git(ctx, "merge-base", "--is-ancestor", local, tracking); err != nil {
+		if !w.isAncestor(ctx, local, tracking) {
 			return nil
 		}
 		if _, err := w.git(ctx, "merge", "--quiet", "--ff-only", "--no-edit", tracking); err != nil {
@@ -192,7 +198,8 @@ func (w *Workspace) Push(ctx context.Context, remote Remote, branch string) erro
 		remote: remote,
 	})
 	if err != nil {
-		return fmt.Errorf("pushing %s: %s", branch, remote.scrub(err.Error()))
+		// run already scrubbed git's stderr.
+		return fmt.Errorf("pushing %s: %w", branch, err)
 	}
 	return nil
 }
