@@ -3,7 +3,9 @@ package workspace
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -105,8 +107,12 @@ func (cfg Config) withDefaults() (Config, error) {
 			continue
 		}
 		p = filepath.Clean(p)
-		if p == "/" || p == sandboxWorkspace || p == "/proc" || p == "/dev" || p == "/tmp" {
+		if p == "/" || p == "/tmp" || p == "/tmp/home" || under(p, sandboxWorkspace) || under(p, "/proc") || under(p, "/dev") {
 			errs = append(errs, fmt.Errorf("extra read-only path %q would cover a sandbox mount", p))
+			continue
+		}
+		if _, err := os.Stat(p); err != nil {
+			errs = append(errs, fmt.Errorf("extra read-only path: %w", err))
 			continue
 		}
 		extra = append(extra, p)
@@ -116,4 +122,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		return Config{}, fmt.Errorf("invalid workspace config: %w", err)
 	}
 	return cfg, nil
+}
+
+// under reports whether p is dir or inside it.
+func under(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
 }

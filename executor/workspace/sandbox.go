@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,14 +60,18 @@ func bwrapArgs(cfg Config, dir, chdir string) []string {
 	for _, f := range etcFiles {
 		args = append(args, "--ro-bind-try", f, f)
 	}
+	args = append(args,
+		"--proc", "/proc",
+		"--dev", "/dev",
+		// RAM-backed, so it gets the workspace's limit too.
+		"--size", strconv.FormatInt(cfg.MaxBytes, 10), "--tmpfs", "/tmp",
+		"--dir", "/tmp/home",
+	)
+	// After /tmp, so that paths under it are not hidden by the tmpfs.
 	for _, p := range cfg.ExtraReadOnly {
 		args = append(args, "--ro-bind", p, p)
 	}
 	args = append(args,
-		"--proc", "/proc",
-		"--dev", "/dev",
-		"--tmpfs", "/tmp",
-		"--dir", "/tmp/home",
 		"--bind", dir, sandboxWorkspace,
 		// Mounted over the writable workspace: sandboxed code may read
 		// history but not plant hooks or config that the host's git obeys.

@@ -290,3 +290,28 @@ func TestSandboxNoneIsConfinedToWorkdir(t *testing.T) {
 	_, err = w.Run(context.Background(), "pwd", "..", 0)
 	require.Error(t, err)
 }
+
+func TestSandboxExtraReadOnly(t *testing.T) {
+	tool := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(tool, "bin"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(tool, "bin", "mytool"), []byte("#!/bin/sh\necho tool ran\n"), 0o755))
+	_, w := sandboxed(t, Config{ExtraReadOnly: []string{tool}})
+	res := run(t, w, "mytool && touch "+filepath.Join(tool, "bin", "x"))
+	require.Contains(t, res.Output, "tool ran")
+	require.NotEqual(t, 0, res.ExitCode, "extra paths are read-only: %s", res.Output)
+}
+
+func TestConfigValidation(t *testing.T) {
+	_, err := NewManager(Config{
+		MaxBytes:       -1,
+		Sandbox:        "docker",
+		MaxOutputBytes: -1,
+		MaxTimeout:     -1,
+		ExtraReadOnly:  []string{"relative", "/workspace/x", "/nonexistent-path-for-test"},
+	})
+	require.Error(t, err)
+	// Every problem at once.
+	for _, want := range []string{"root is required", "max bytes", "docker", "max output", "max timeout", "relative", "/workspace/x", "nonexistent"} {
+		require.ErrorContains(t, err, want)
+	}
+}
