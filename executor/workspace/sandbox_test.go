@@ -315,3 +315,11 @@ func TestConfigValidation(t *testing.T) {
 		require.ErrorContains(t, err, want)
 	}
 }
+
+func TestRunTimeoutIsCappedByMaxTimeout(t *testing.T) {
+	_, w := sandboxed(t, Config{MaxTimeout: time.Second})
+	res, err := w.Run(context.Background(), "sleep 1003", "", time.Hour)
+	require.NoError(t, err)
+	require.True(t, res.TimedOut)
+	require.Less(t, res.Duration, 10*time.Second)
+}
