@@ -2,6 +2,7 @@ package github
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -294,9 +295,15 @@ func BasicAuth(token string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token))
 }
 
+// gitTimeout bounds one git command, so a stuck git fails the test instead
+// of hanging it.
+const gitTimeout = time.Minute
+
 // runGit runs git in dir (or the current directory) with env added.
 func runGit(dir string, env []string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_TERMINAL_PROMPT=0"), env...)
 	var stdout, stderr bytes.Buffer
