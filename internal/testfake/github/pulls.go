@@ -177,7 +177,8 @@ func diffFiles(dir, base, head string) []fileStat {
 	return fs
 }
 
-// mergeTree returns the tree merging head into base, or an error on
+// mergeTree returns the tree merging head into base (git merge-tree
+// --write-tree, git 2.38 or later), or an error on
 // conflicts.
 func mergeTree(dir, base, head string) (string, error) {
 	out, err := runGit("", nil, "--git-dir", dir, "merge-tree", "--write-tree", "--no-messages", base, head)
