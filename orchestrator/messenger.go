@@ -202,9 +202,14 @@ func (o *Orchestrator) messageTarget(ctx context.Context, q db.Querier, c ticket
 	return o.reactionTarget(ctx, q, c)
 }
 
-// feishuMessageID finds the Feishu message a card was made from: a card
-// action's card message, or the message in the stored delivery.
 func (o *Orchestrator) feishuMessageID(ctx context.Context, q db.Querier, c tickets.Card) (string, error) {
+	return FeishuMessageID(ctx, q, c)
+}
+
+// FeishuMessageID finds the Feishu message a card was made from: a card
+// action's card message, or the message in the stored delivery; "" when
+// there is none.
+func FeishuMessageID(ctx context.Context, q db.Querier, c tickets.Card) (string, error) {
 	if c.Kind == "card_action" {
 		for _, r := range c.References {
 			if id, ok := strings.CutPrefix(r.Ref, "feishu:message/"); ok {

@@ -196,3 +196,16 @@ WHERE s.ticket_id = $1 AND th.key IN ($2, $3)`, ticketID, key, parent)
 	}
 	return followed, followed && contextOnly, nil
 }
+
+// Disown returns to the main Session the cards of a Thread that a Ticket
+// marked unrelated: those attached to it from there (never the card that
+// made it) become candidates again. It reports how many.
+func (s *Store) Disown(ctx context.Context, q db.Querier, ticketID, threadID int64) (int64, error) {
+	n, err := q.Exec(ctx, `UPDATE cards SET state = 'candidate', ticket_id = NULL, offered_at = NULL
+WHERE thread_id = $2 AND ticket_id = $1 AND state = 'routed'
+  AND id NOT IN (SELECT source_card_id FROM tickets WHERE id = $1 AND source_card_id IS NOT NULL)`, ticketID, threadID)
+	if err != nil {
+		return 0, fmt.Errorf("returning the cards of thread %d from ticket %d: %w", threadID, ticketID, err)
+	}
+	return n, nil
+}

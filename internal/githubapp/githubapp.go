@@ -139,6 +139,9 @@ func (c *Client) newGitHub(tr http.RoundTripper) *github.Client {
 	return gh
 }
 
+// BaseURL is the REST API root the clients use, ending in a slash.
+func (c *Client) BaseURL() string { return c.base.String() }
+
 // AppID is the App's id.
 func (c *Client) AppID() int64 { return c.cfg.AppID }
 

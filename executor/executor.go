@@ -1,0 +1,212 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/superagent-dev/superagent/executor/workspace"
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/feishu"
+	"github.com/superagent-dev/superagent/internal/githubapp"
+	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/internal/secret"
+	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// Config tunes the Executors. The zero value of each field is its
+// documented default.
+type Config struct {
+	// Session configures the Executor Sessions' runtime (steps, wall time,
+	// budgets). Its MaxWallTime also bounds one job.
+	Session session.Config
+	// BranchPrefix names the Ticket's branch: prefix + Ticket id. Default
+	// "superagent/ticket-".
+	BranchPrefix string
+	// LeaseTTL is how long an Executor's lease lasts unless renewed; a job
+	// renews it every third of that. A process that dies frees its Tickets
+	// after at most this long. Default 2 minutes.
+	LeaseTTL time.Duration
+	// Snooze is how long a job waits when another job of the same Ticket
+	// holds the lease. Default 10 s.
+	Snooze time.Duration
+	// MaxChatWords caps a chat message. Default 100 (a host-enforced fact).
+	MaxChatWords int
+	// ReviewBots are logins treated as automated reviewers besides [bot]
+	// accounts and the team's Communication list.
+	ReviewBots []string
+	// MaxBotRounds caps the rounds of review one automated reviewer gets
+	// per pull request. Default 3.
+	MaxBotRounds int
+	// MaxFixAttempts caps the fix attempts per head commit after a failed
+	// check. Default 3.
+	MaxFixAttempts int
+	// Environment is the deployment-wide part of the Environment section;
+	// each Ticket's facts follow it.
+	Environment []promptparts.Var
+	// Logger receives errors. Default: discarded.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Deps are the components the Executors use.
+type Deps struct {
+	DB      *db.DB
+	Tickets *tickets.Store
+	// Orchestrator stores Reports and hand-backs (and wakes the main
+	// Session) and enqueues Executor jobs.
+	Orchestrator *orchestrator.Orchestrator
+	Prompts      *promptparts.Service
+	// Model is the Executor's model client.
+	Model session.Model
+	// Scrubber keeps secrets out of transcripts, messages and logs.
+	Scrubber *secret.Scrubber
+	// Workspaces holds the Tickets' clones and runs their commands.
+	Workspaces *workspace.Manager
+	// GitHub is the App's client; nil when GitHub is not set up.
+	GitHub *githubapp.Client
+	// GraphQLURL is GitHub's GraphQL endpoint. Default: derived from the
+	// App client's REST root (…/graphql on github.com, …/api/graphql on
+	// GitHub Enterprise Server).
+	GraphQLURL string
+	// Feishu is the Feishu client; nil when Feishu is not set up.
+	Feishu *feishu.Client
+}
+
+// Executor runs Executor Sessions.
+type Executor struct {
+	cfg      Config
+	deps     Deps
+	sessions *session.Runtime
+
+	bot botIdentity
+
+	mu   sync.Mutex
+	dirs map[int64]map[string]bool // Ticket → directories its Session worked in
+}
+
+// New returns an Executor.
+func New(cfg Config, deps Deps) (*Executor, error) {
+	if cfg.BranchPrefix == "" {
+		cfg.BranchPrefix = "superagent/ticket-"
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 2 * time.Minute
+	}
+	if cfg.Snooze <= 0 {
+		cfg.Snooze = 10 * time.Second
+	}
+	if cfg.MaxChatWords <= 0 {
+		cfg.MaxChatWords = 100
+	}
+	if cfg.MaxBotRounds <= 0 {
+		cfg.MaxBotRounds = 3
+	}
+	if cfg.MaxFixAttempts <= 0 {
+		cfg.MaxFixAttempts = 3
+	}
+	if cfg.Session.MaxWallTime <= 0 {
+		cfg.Session.MaxWallTime = 2 * time.Hour
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	var problems []error
+	for name, missing := range map[string]bool{
+		"Deps.DB": deps.DB == nil, "Deps.Tickets": deps.Tickets == nil, "Deps.Orchestrator": deps.Orchestrator == nil,
+		"Deps.Prompts": deps.Prompts == nil, "Deps.Model": deps.Model == nil, "Deps.Workspaces": deps.Workspaces == nil,
+		"Deps.Scrubber": deps.Scrubber == nil,
+	} {
+		if missing {
+			problems = append(problems, fmt.Errorf("%s is required", name))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("configuring the executor: %w", errors.Join(problems...))
+	}
+	if deps.GraphQLURL == "" && deps.GitHub != nil {
+		deps.GraphQLURL = graphQLURL(deps.GitHub.BaseURL())
+	}
+	e := &Executor{cfg: cfg, deps: deps, dirs: map[int64]map[string]bool{}}
+	e.sessions = session.New(cfg.Session, deps.DB, deps.Model, e, deps.Scrubber, cfg.Now)
+	return e, nil
+}
+
+// graphQLURL derives the GraphQL endpoint from a REST root.
+func graphQLURL(rest string) string {
+	rest = strings.TrimRight(rest, "/")
+	if base, ok := strings.CutSuffix(rest, "/api/v3"); ok {
+		return base + "/api/graphql"
+	}
+	return rest + "/graphql"
+}
+
+// Register adds the Executor's worker for orchestrator.ExecuteArgs to q.
+func (e *Executor) Register(q *queue.Queue) {
+	queue.AddWorker(q, &Worker{e: e})
+}
+
+// Sessions is the Executor Sessions' runtime, for reading transcripts.
+func (e *Executor) Sessions() *session.Runtime { return e.sessions }
+
+// branch is the Ticket's working branch.
+func (e *Executor) branch(ticketID int64) string {
+	return e.cfg.BranchPrefix + strconv.FormatInt(ticketID, 10)
+}
+
+// workedIn remembers a directory the Ticket's Session worked in, so its
+// AGENTS.md chain joins the prompt.
+func (e *Executor) workedIn(ticketID int64, dir string) {
+	dir = strings.Trim(dir, "/")
+	if dir == "" || dir == "." {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dirs[ticketID] == nil {
+		e.dirs[ticketID] = map[string]bool{}
+	}
+	e.dirs[ticketID][dir] = true
+}
+
+func (e *Executor) workedDirs(ticketID int64) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := []string{"."}
+	for d := range e.dirs[ticketID] {
+		out = append(out, d)
+	}
+	return out
+}
+
+func (e *Executor) forget(ticketID int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.dirs, ticketID)
+}
+
+var _ session.PromptSource = (*Executor)(nil)
+
+// SystemPrompt assembles an Executor Session's prompt from the latest
+// revision for every model request: the Ticket's facts in the Environment
+// section, the AGENTS.md chain of the directories it worked in, and, for an
+// inferred Ticket, the rules that admitted it.
+func (e *Executor) SystemPrompt(ctx context.Context, s *session.Session) (string, int64, error) {
+	in, err := e.promptInput(ctx, s.TicketID)
+	if err != nil {
+		return "", 0, err
+	}
+	return e.deps.Prompts.Assemble(ctx, in)
+}

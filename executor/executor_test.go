@@ -1,0 +1,124 @@
+package executor_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/dbtest"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
+	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+var fakeToken = regexp.MustCompile(`ghs_fake[0-9_]+`)
+
+func TestTypoFixBecomesADraftPullRequest(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, typoFixer)
+		tk, _ := e.request(t, "@superagent please fix the typo in the README")
+		e.run(t, tk.ID)
+		ctx := context.Background()
+
+		branch := "superagent/ticket-" + strconv.FormatInt(tk.ID, 10)
+		log := gitLog(t, e.bare, branch)
+		require.Contains(t, log, "superagent[bot] <", "commits as the App's bot account")
+		require.Contains(t, log, "+superagent[bot]@users.noreply.github.com> Fix a typo in the README")
+		require.Contains(t, gitShow(t, e.bare, branch+":README.md"), "This project says hello.")
+
+		prs := e.gh.PullRequests(repo)
+		require.Len(t, prs, 1)
+		require.True(t, prs[0].Draft, "a pull request opens as a draft")
+		require.Equal(t, branch, prs[0].Head)
+		require.True(t, strings.HasPrefix(prs[0].Body, orchestrator.DefaultAgentLine), "the description begins with the agent line")
+
+		var confirm, result string
+		for _, c := range e.gh.Comments() {
+			switch {
+			case strings.Contains(c.Body, "I will fix the misspelled word"):
+				confirm = c.Body
+			case strings.Contains(c.Body, "draft pull request"):
+				result = c.Body
+			}
+		}
+		require.True(t, strings.HasPrefix(confirm, orchestrator.DefaultAgentLine+"\n\n"), "the confirmation carries the agent line: %q", confirm)
+		require.True(t, strings.HasPrefix(result, orchestrator.DefaultAgentLine+"\n\n"), "the result carries the agent line: %q", result)
+
+		got, err := e.store.Ticket(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.Equal(t, tickets.TicketDone, got.State)
+		require.Equal(t, prs[0].Number, got.PullNumber)
+		reports, err := e.store.Reports(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.Equal(t, tickets.ReportDone, reports[len(reports)-1].State)
+		require.Contains(t, reports[len(reports)-1].Summary, "verified with ./test.sh")
+		require.Regexp(t, `Usage: [0-9]+ tokens .* over [0-9]+ model requests`, reports[len(reports)-1].Summary, "the final report states the Ticket's token use")
+
+		// The test ran in the sandbox and the model saw it pass.
+		var ran bool
+		for _, r := range e.model.Requests() {
+			for _, s := range steps(r) {
+				ran = ran || (s.name == "run_command" && strings.HasPrefix(s.result, "exit code 0") && strings.Contains(s.result, "ok"))
+			}
+		}
+		require.True(t, ran)
+
+		// The token was used (git over HTTPS needs it) yet appears nowhere.
+		require.Positive(t, e.gh.TokensIssued())
+		var seen []string
+		for _, r := range e.gh.Requests() {
+			if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "token "); ok {
+				seen = append(seen, tok)
+			}
+		}
+		require.NotEmpty(t, seen)
+		transcript := e.transcript(t)
+		for _, r := range e.model.Requests() {
+			transcript += r.Text() + r.System()
+		}
+		require.Empty(t, fakeToken.FindAllString(transcript, -1), "no installation token in the transcript or the model's input")
+		require.Empty(t, fakeToken.FindAllString(e.logs.String(), -1), "no installation token in the logs")
+		require.NotContains(t, transcript, modelKey)
+
+		// The workspace of a done Ticket is removed.
+		_, err = os.Stat(filepath.Join(e.dataDir, "workspaces", "ticket-"+strconv.FormatInt(tk.ID, 10)))
+		require.True(t, os.IsNotExist(err), "workspace removed: %v", err)
+
+		// The AGENTS.md of the repository was part of the prompt.
+		require.Contains(t, e.model.Last().System(), "Run ./test.sh before committing.")
+	})
+}
+
+func TestPushAndPullRequestWaitForTheConfirmation(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, func(req fakeopenai.Request) fakeopenai.Reply {
+			ss := steps(req)
+			switch {
+			case len(ss) == 0:
+				return call("git_push", `{}`)
+			case len(ss) == 1:
+				return call("pr_open", `{"title":"x","body":"y"}`)
+			case len(ss) == 2:
+				return call("reply", `{"purpose":"confirm","in_reply_to":`+firstCard(req)+`,"text":"ok"}`)
+			}
+			return fakeopenai.Text("stopping")
+		})
+		tk, _ := e.request(t, "@superagent please fix the typo")
+		e.run(t, tk.ID)
+		ss := steps(e.model.Last())
+		require.Len(t, ss, 3)
+		require.Contains(t, ss[0].result, "refused: confirm the request first")
+		require.Contains(t, ss[1].result, "refused: confirm the request first")
+		require.Contains(t, ss[2].result, "refused: a confirmation names the object")
+		require.Empty(t, e.gh.PullRequests(repo))
+		_, ok := e.gh.Branch(t, repo, "superagent/ticket-"+strconv.FormatInt(tk.ID, 10))
+		require.False(t, ok, "nothing was pushed")
+	})
+}

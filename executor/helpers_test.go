@@ -1,0 +1,331 @@
+package executor_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/executor"
+	"github.com/superagent-dev/superagent/executor/workspace"
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/githubapp"
+	"github.com/superagent-dev/superagent/internal/model"
+	"github.com/superagent-dev/superagent/internal/secret"
+	"github.com/superagent-dev/superagent/internal/session"
+	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
+	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+const (
+	repo         = "octo/hello"
+	installation = 7
+	modelKey     = "sk-executor-test-key-0123456789"
+)
+
+// env is one deployment under test: a database, fake GitHub serving a real
+// git repository, the fake model scripted as the Executor, and the real
+// executor with its sandbox.
+type env struct {
+	d       *db.DB
+	gh      *fakegithub.Server
+	model   *fakeopenai.Server
+	store   *tickets.Store
+	prompts *promptparts.Service
+	o       *orchestrator.Orchestrator
+	x       *executor.Executor
+	ghc     *githubapp.Client
+	scrub   *secret.Scrubber
+	dataDir string
+	bare    string
+	logs    *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("bwrap is required under CI")
+		}
+		t.Skip("bwrap is not installed")
+	}
+}
+
+// readme is the repository's README with the typo the tests fix.
+const readme = "# Hello\n\nThis projetc says hello.\n"
+
+func setup(t *testing.T, d *db.DB, brain func(fakeopenai.Request) fakeopenai.Reply) *env {
+	t.Helper()
+	requireSandbox(t)
+	e := &env{d: d, gh: fakegithub.New(t), model: fakeopenai.New(t), store: tickets.New(tickets.Config{}),
+		dataDir: t.TempDir(), logs: &syncBuffer{}}
+	e.bare = e.gh.AddRepo(t, repo, "main", map[string]string{
+		"README.md": readme,
+		"test.sh":   "#!/bin/sh\nif grep -q projetc README.md; then echo 'typo still there'; exit 1; fi\necho ok\n",
+		"AGENTS.md": "Run ./test.sh before committing.\n",
+	})
+	e.model.Fallback(fakeopenai.Respond(brain))
+	// Secrets the service holds; none may reach the model or a transcript.
+	require.NoError(t, os.WriteFile(filepath.Join(e.dataDir, "superagent.db"), []byte("DATABASE-FILE-SECRET"), 0o600))
+	e.scrub = secret.New(modelKey, string(e.gh.PrivateKey()))
+	var err error
+	e.prompts, err = promptparts.New(promptparts.Config{}, d)
+	require.NoError(t, err)
+	t.Cleanup(e.prompts.Stop)
+	e.ghc, err = githubapp.New(githubapp.Config{AppID: e.gh.AppID, PrivateKey: e.gh.PrivateKey(), BaseURL: e.gh.URL})
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = d.Exec(ctx, `INSERT INTO github_repositories (id, installation_id, full_name, private, active, updated_at)
+VALUES (100, $1, $2, FALSE, TRUE, $3)`, installation, repo, time.Now().UTC())
+	require.NoError(t, err)
+	e.x = e.executor(t)
+	return e
+}
+
+// executor builds a fresh executor (and orchestrator) over the same
+// database and fakes, as a restarted process would.
+func (e *env) executor(t *testing.T) *executor.Executor {
+	t.Helper()
+	client, err := model.New(model.Config{BaseURL: e.model.URL(), APIKey: modelKey, Model: "executor",
+		Random: func() float64 { return 0 },
+		Sleep:  func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	require.NoError(t, err)
+	main := session.New(session.Config{}, e.d, client, orchestrator.PromptSource(e.prompts, nil), e.scrub, nil)
+	e.o, err = orchestrator.New(orchestrator.Config{}, orchestrator.Deps{DB: e.d, Tickets: e.store, Sessions: main, Prompts: e.prompts})
+	require.NoError(t, err)
+	ws, err := workspace.NewManager(workspace.Config{Root: filepath.Join(e.dataDir, "workspaces")})
+	require.NoError(t, err)
+	logger := slog.New(secret.NewHandler(slog.NewTextHandler(e.logs, nil), e.scrub))
+	x, err := executor.New(executor.Config{Logger: logger, LeaseTTL: 3 * time.Second},
+		executor.Deps{DB: e.d, Tickets: e.store, Orchestrator: e.o, Prompts: e.prompts, Model: client, Scrubber: e.scrub,
+			Workspaces: ws, GitHub: e.ghc})
+	require.NoError(t, err)
+	return x
+}
+
+// request stores a person's request on issue 1 and makes it a Ticket, as
+// the main Session would, and returns the Ticket and its card.
+func (e *env) request(t *testing.T, text string) (tickets.Ticket, tickets.Card) {
+	t.Helper()
+	ctx := context.Background()
+	e.gh.AddIssue(repo, 1, "Typo in the README", "The README says projetc.", "alice")
+	c := e.admit(t, 1, "alice", text)
+	var tk tickets.Ticket
+	require.NoError(t, e.d.InTx(ctx, func(tx *db.Tx) error {
+		author := c.Author
+		var err error
+		tk, err = e.store.CreateTicket(ctx, tx, tickets.Ticket{Title: "Fix the README typo", Repo: repo, SourceCardID: c.ID,
+			Mandate: tickets.Mandate{RequestedBy: &author, Source: "github", Repos: []string{repo}, Actions: []string{"reply", "branch", "pull_request"}}})
+		if err != nil {
+			return err
+		}
+		if err := e.store.Subscribe(ctx, tx, tk.ID, c.Thread.ID); err != nil {
+			return err
+		}
+		return e.store.SetCardState(ctx, tx, c.ID, tickets.CardRouted, tk.ID)
+	}))
+	return tk, c
+}
+
+var deliverySeq struct {
+	sync.Mutex
+	n int
+}
+
+// admit stores a comment card on issue (or pull request) number.
+func (e *env) admit(t *testing.T, number int, login, text string) tickets.Card {
+	t.Helper()
+	return e.admitCard(t, tickets.NewCard{Source: tickets.SourceGitHub, Kind: "comment",
+		Thread: tickets.Thread{Source: tickets.SourceGitHub, Key: fmt.Sprintf("github:%s#%d", repo, number), Repo: repo, Number: number},
+		Author: tickets.Author{ID: login, Login: login, Type: tickets.AuthorUser, Permission: "write"},
+		Addressed: true, AddressedWhy: "mention", Text: text,
+		URL: fmt.Sprintf("https://github.com/%s/issues/%d#issuecomment-%d", repo, number, e.gh.AddComment(repo, number, login, text))})
+}
+
+func (e *env) admitCard(t *testing.T, nc tickets.NewCard) tickets.Card {
+	t.Helper()
+	ctx := context.Background()
+	deliverySeq.Lock()
+	deliverySeq.n++
+	n := deliverySeq.n
+	deliverySeq.Unlock()
+	require.NoError(t, e.d.QueryRow(ctx, `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
+VALUES ('github', $1, 'issue_comment', $2, $3, 'processed') RETURNING id`, "x"+strconv.Itoa(n), []byte("{}"), time.Now().UTC()).Scan(&nc.DeliveryID))
+	var out tickets.Card
+	require.NoError(t, e.d.InTx(ctx, func(tx *db.Tx) (err error) {
+		out, err = e.store.Admit(ctx, tx, nc, 0, e.o)
+		return err
+	}))
+	return out
+}
+
+// run runs the Ticket's Executor to the end.
+func (e *env) run(t *testing.T, ticketID int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, e.x.Execute(ctx, ticketID, "test"))
+}
+
+// transcript is everything stored for the Ticket's Sessions: messages,
+// tool calls and results.
+func (e *env) transcript(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	rows, err := e.d.Query(context.Background(), `SELECT content, reasoning, tool_calls FROM session_messages ORDER BY id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var content, reasoning, calls string
+		require.NoError(t, rows.Scan(&content, &reasoning, &calls))
+		b.WriteString(content + "\n" + reasoning + "\n" + calls + "\n")
+	}
+	require.NoError(t, rows.Err())
+	return b.String()
+}
+
+// calls lists the tool calls the model made and the results it read, in
+// order, across the requests it received.
+type step struct{ name, args, result string }
+
+func steps(req fakeopenai.Request) []step {
+	var out []step
+	byID := map[string]int{}
+	for _, m := range req.Messages {
+		for _, c := range m.ToolCalls {
+			byID[c.ID] = len(out)
+			out = append(out, step{name: c.Name, args: c.Arguments})
+		}
+		if m.Role == "tool" {
+			if i, ok := byID[m.ToolCallID]; ok {
+				out[i].result = m.Content
+			}
+		}
+	}
+	return out
+}
+
+// done reports whether a call of name succeeded (its result is neither a
+// refusal, an error nor an interruption).
+func done(ss []step, name string) bool {
+	for _, s := range ss {
+		if s.name == name && s.result != "" && !strings.HasPrefix(s.result, "refused") && !strings.HasPrefix(s.result, "error") &&
+			!strings.Contains(s.result, "interrupted") {
+			return true
+		}
+	}
+	return false
+}
+
+var cardLine = regexp.MustCompile(`(?m)^card ([0-9]+) · `)
+
+// firstCard is the id of the first card the Executor was given.
+func firstCard(req fakeopenai.Request) string {
+	for _, m := range req.Messages {
+		if m.Role == "user" {
+			if c := cardLine.FindStringSubmatch(m.Content); c != nil {
+				return c[1]
+			}
+		}
+	}
+	return "0"
+}
+
+var callSeq struct {
+	sync.Mutex
+	n int
+}
+
+func call(name, args string) fakeopenai.Reply {
+	callSeq.Lock()
+	callSeq.n++
+	id := "call_" + strconv.Itoa(callSeq.n)
+	callSeq.Unlock()
+	return fakeopenai.Calls(fakeopenai.Call(id, name, args))
+}
+
+// typoFixer is the Executor's model for the README typo: it confirms,
+// reads, edits, tests, commits, pushes, opens a draft, answers and
+// reports, deciding each step from what is done so far, so that a
+// resumed conversation picks up where it stopped.
+func typoFixer(req fakeopenai.Request) fakeopenai.Reply {
+	ss := steps(req)
+	card := firstCard(req)
+	switch {
+	case !done(ss, "reply"):
+		return call("reply", `{"purpose":"confirm","in_reply_to":`+card+`,"text":"I will fix the misspelled word in README.md and open a pull request with the change."}`)
+	case !done(ss, "read_file"):
+		return call("read_file", `{"path":"README.md"}`)
+	case !done(ss, "edit_file"):
+		return call("edit_file", `{"path":"README.md","old_text":"projetc","new_text":"project"}`)
+	case !done(ss, "run_command"):
+		return call("run_command", `{"command":"sh test.sh","timeout_seconds":30}`)
+	case !done(ss, "git_commit"):
+		return call("git_commit", `{"message":"Fix a typo in the README"}`)
+	case !done(ss, "git_push"):
+		return call("git_push", `{}`)
+	case !done(ss, "pr_open"):
+		return call("pr_open", `{"title":"Fix a typo in the README","body":"Fixes the misspelled word. Verified with ./test.sh (exit 0)."}`)
+	case countDone(ss, "reply") < 2:
+		return call("reply", `{"purpose":"result","in_reply_to":`+card+`,"text":"The fix is in a draft pull request; ./test.sh passes."}`)
+	case !done(ss, "report"):
+		return call("report", `{"state":"done","summary":"Fixed the README typo in a draft pull request; verified with ./test.sh, which passes."}`)
+	}
+	return fakeopenai.Text("Done.")
+}
+
+func countDone(ss []step, name string) int {
+	n := 0
+	for _, s := range ss {
+		if s.name == name && s.result != "" && !strings.HasPrefix(s.result, "refused") && !strings.HasPrefix(s.result, "error") {
+			n++
+		}
+	}
+	return n
+}
+
+// gitLog lists the subjects on branch in the bare remote.
+func gitLog(t *testing.T, bare, branch string) string {
+	t.Helper()
+	out, err := exec.Command("git", "--git-dir", bare, "log", "--format=%an <%ae> %s", branch).CombinedOutput()
+	require.NoError(t, err, string(out))
+	return string(out)
+}
+
+func gitShow(t *testing.T, bare, rev string) string {
+	t.Helper()
+	out, err := exec.Command("git", "--git-dir", bare, "show", rev).CombinedOutput()
+	require.NoError(t, err, string(out))
+	return string(out)
+}

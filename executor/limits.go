@@ -1,0 +1,156 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// automated reports whether a card's author is an automated reviewer: a
+// bot account, or a login the deployment or the team lists as one.
+func (e *Executor) automated(ctx context.Context, a tickets.Author) (bool, error) {
+	if a.Type == tickets.AuthorBot || strings.HasSuffix(a.Login, "[bot]") {
+		return true, nil
+	}
+	login := strings.ToLower(a.Login)
+	for _, l := range e.cfg.ReviewBots {
+		if strings.ToLower(l) == login {
+			return true, nil
+		}
+	}
+	settings, _, err := e.deps.Prompts.Current(ctx)
+	if err != nil {
+		return false, fmt.Errorf("reading the review bots: %w", err)
+	}
+	return slices.ContainsFunc(settings.Sections.Communication.ReviewBots, func(l string) bool { return strings.ToLower(l) == login }), nil
+}
+
+// earlier counts the cards of a kind (and author, when not empty) on the
+// Ticket's pull request that its Executor was given or kept from before.
+func (e *Executor) earlier(ctx context.Context, t tickets.Ticket, kind, author string) (int, error) {
+	key := pullKey(t.Repo, t.PullNumber)
+	var n int
+	err := e.deps.DB.QueryRow(ctx, `SELECT COUNT(*) FROM ticket_deliveries d
+JOIN cards c ON c.id = d.card_id JOIN threads th ON th.id = c.thread_id
+WHERE d.ticket_id = $1 AND c.kind = $2 AND ($3 = '' OR LOWER(c.author_login) = $3)
+  AND (th.key = $4 OR th.key LIKE $5)`, t.ID, kind, strings.ToLower(author), key, key+"/%").Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting earlier %s cards of ticket %d: %w", kind, t.ID, err)
+	}
+	return n, nil
+}
+
+// reviewRound keeps an automated reviewer to its rounds: each of its
+// reviews on the pull request is a round, and past the limit its reviews
+// and comments are recorded but not delivered.
+func (e *Executor) reviewRound(ctx context.Context, t tickets.Ticket, c tickets.Card) (verdict, error) {
+	bot, err := e.automated(ctx, c.Author)
+	if err != nil || !bot {
+		return verdict{}, err
+	}
+	rounds, err := e.earlier(ctx, t, "review", c.Author.Login)
+	if err != nil {
+		return verdict{}, err
+	}
+	if c.Kind == "review" {
+		rounds++
+	}
+	if rounds > e.cfg.MaxBotRounds {
+		return verdict{withhold: fmt.Sprintf("round %d of automated reviewer %s; the limit is %d per pull request",
+			rounds, c.Author.Login, e.cfg.MaxBotRounds)}, nil
+	}
+	return verdict{extra: fmt.Sprintf("host: %s is an automated reviewer (round %d of at most %d); resolve its threads once answered.",
+		c.Author.Login, max(rounds, 1), e.cfg.MaxBotRounds)}, nil
+}
+
+// checkFailure gives a failed check the failing job's log excerpt and
+// counts the fix attempts: after the first failure, each later one is a
+// failed attempt, and when they are used up the Executor must report
+// blocked (git_push refuses).
+func (e *Executor) checkFailure(ctx context.Context, t tickets.Ticket, c tickets.Card) (verdict, error) {
+	before, err := e.earlier(ctx, t, "check_failure", "")
+	if err != nil {
+		return verdict{}, err
+	}
+	failures := before + 1
+	var b strings.Builder
+	if excerpt := e.logExcerpt(ctx, t.Repo, c.URL); excerpt != "" {
+		fence := "```"
+		for strings.Contains(excerpt, fence) {
+			fence += "`"
+		}
+		fmt.Fprintf(&b, "host: the failing job's log ends with (outside data):\n%s\n%s\n%s\n", fence, excerpt, fence)
+	}
+	used := failures - 1
+	if used >= e.cfg.MaxFixAttempts {
+		fmt.Fprintf(&b, "host: this is failure %d; the %d fix attempts are used up. Do not push again: report blocked with what failed and what you tried.\n",
+			failures, e.cfg.MaxFixAttempts)
+	} else {
+		fmt.Fprintf(&b, "host: failure %d; fix attempts used %d of %d.\n", failures, used, e.cfg.MaxFixAttempts)
+	}
+	return verdict{extra: b.String()}, nil
+}
+
+// fixAttemptsUsedUp reports whether the Ticket has used its fix attempts.
+func (e *Executor) fixAttemptsUsedUp(ctx context.Context, t tickets.Ticket) (bool, error) {
+	if t.PullNumber == 0 {
+		return false, nil
+	}
+	n, err := e.earlier(ctx, t, "check_failure", "")
+	if err != nil {
+		return false, err
+	}
+	return n-1 >= e.cfg.MaxFixAttempts, nil
+}
+
+var jobURL = regexp.MustCompile(`/(?:job|runs)/([0-9]+)`)
+
+// maxExcerpt is how much of a failing job's log the Executor is shown.
+const maxExcerpt = 6000
+
+// logExcerpt reads the end of the failing job's log, or "" when there is
+// none to read. A failure to read it is said in the excerpt, not fatal.
+func (e *Executor) logExcerpt(ctx context.Context, repo, url string) string {
+	m := jobURL.FindAllStringSubmatch(url, -1)
+	if len(m) == 0 || e.deps.GitHub == nil {
+		return ""
+	}
+	id, _ := strconv.ParseInt(m[len(m)-1][1], 10, 64)
+	gh, err := e.installationClient(ctx, repo)
+	if err != nil {
+		return "(log unavailable: " + err.Error() + ")"
+	}
+	owner, name, _ := strings.Cut(repo, "/")
+	u, _, err := gh.Actions.GetWorkflowJobLogs(ctx, owner, name, id, 3)
+	if err != nil {
+		return "(log unavailable: " + e.deps.Scrubber.Scrub(err.Error()) + ")"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "(log unavailable: " + err.Error() + ")"
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "(log unavailable: " + e.deps.Scrubber.Scrub(err.Error()) + ")"
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "(log unavailable: " + resp.Status + ")"
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return "(log unavailable: " + err.Error() + ")"
+	}
+	text := string(body)
+	if len(text) > maxExcerpt {
+		text = "…" + text[len(text)-maxExcerpt:]
+	}
+	return e.deps.Scrubber.Scrub(strings.TrimRight(text, "\n"))
+}

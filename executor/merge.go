@@ -1,0 +1,155 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// mergeFacts are what the auto-merge condition is checked against.
+type mergeFacts struct {
+	Draft        bool
+	Merged       bool
+	ChangedLines int
+	// Checks maps each check run on the head commit to its conclusion ("" while
+	// it runs).
+	Checks map[string]string
+	// Approvals counts reviewers whose latest review approves.
+	Approvals int
+}
+
+// autoMergeProblems lists why the team's auto-merge condition does not
+// hold; none means the host may merge.
+func autoMergeProblems(am promptparts.AutoMerge, f mergeFacts) []string {
+	if !am.Enabled || am.MaxChangedLines <= 0 {
+		return []string{"the Delivery requirements do not allow auto-merge"}
+	}
+	var p []string
+	if f.Draft {
+		p = append(p, "the pull request is a draft")
+	}
+	if f.ChangedLines > am.MaxChangedLines {
+		p = append(p, fmt.Sprintf("it changes %d lines, over the threshold of %d", f.ChangedLines, am.MaxChangedLines))
+	}
+	green := func(c string) bool { return c == "success" || c == "neutral" || c == "skipped" }
+	if len(am.Checks) > 0 {
+		for _, name := range am.Checks {
+			c, ok := f.Checks[name]
+			switch {
+			case !ok:
+				p = append(p, fmt.Sprintf("the required check %q has not run", name))
+			case !green(c):
+				p = append(p, fmt.Sprintf("the required check %q is %s", name, orRunning(c)))
+			}
+		}
+	} else {
+		if len(f.Checks) == 0 {
+			p = append(p, "no checks ran on the head commit")
+		}
+		names := make([]string, 0, len(f.Checks))
+		for n := range f.Checks {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			if !green(f.Checks[n]) {
+				p = append(p, fmt.Sprintf("the check %q is %s", n, orRunning(f.Checks[n])))
+			}
+		}
+	}
+	if f.Approvals < am.Approvals {
+		p = append(p, fmt.Sprintf("it has %d approving reviews of the %d required", f.Approvals, am.Approvals))
+	}
+	return p
+}
+
+func orRunning(conclusion string) string {
+	if conclusion == "" {
+		return "still running"
+	}
+	return conclusion
+}
+
+// facts reads the auto-merge facts of a pull request from GitHub.
+func (e *Executor) mergeFacts(ctx context.Context, gh *github.Client, repo string, pr *github.PullRequest) (mergeFacts, error) {
+	owner, name, _ := strings.Cut(repo, "/")
+	f := mergeFacts{Draft: pr.GetDraft(), Merged: pr.GetMerged(), ChangedLines: pr.GetAdditions() + pr.GetDeletions(), Checks: map[string]string{}}
+	runs, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, name, pr.GetHead().GetSHA(), &github.ListCheckRunsOptions{ListOptions: github.ListOptions{PerPage: 100}})
+	if err != nil {
+		return f, fmt.Errorf("reading the checks of %s#%d: %w", repo, pr.GetNumber(), err)
+	}
+	for _, r := range runs.CheckRuns {
+		f.Checks[r.GetName()] = r.GetConclusion()
+	}
+	reviews, _, err := gh.PullRequests.ListReviews(ctx, owner, name, pr.GetNumber(), &github.ListOptions{PerPage: 100})
+	if err != nil {
+		return f, fmt.Errorf("reading the reviews of %s#%d: %w", repo, pr.GetNumber(), err)
+	}
+	latest := map[string]string{}
+	for _, r := range reviews {
+		if s := r.GetState(); s == "APPROVED" || s == "CHANGES_REQUESTED" || s == "DISMISSED" {
+			latest[r.GetUser().GetLogin()] = s
+		}
+	}
+	for _, s := range latest {
+		if s == "APPROVED" {
+			f.Approvals++
+		}
+	}
+	return f, nil
+}
+
+func (e *Executor) prMerge(ctx context.Context, call session.Call) (string, error) {
+	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID)
+	if err != nil {
+		return "", err
+	}
+	if err := mayWrite(t, "pull_request"); err != nil {
+		return "", session.Refuse("%s", err)
+	}
+	gh, pr, err := e.pull(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	if pr.GetMerged() {
+		return fmt.Sprintf("%s#%d is merged", t.Repo, t.PullNumber), nil
+	}
+	settings, _, err := e.deps.Prompts.Current(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the delivery requirements: %w", err)
+	}
+	facts, err := e.mergeFacts(ctx, gh, t.Repo, pr)
+	if err != nil {
+		return "", err
+	}
+	if problems := autoMergeProblems(settings.Sections.DeliveryRequirements.AutoMerge, facts); len(problems) > 0 {
+		return "", session.Refuse("auto-merge is not allowed: %s; leave the merge to a person", strings.Join(problems, "; "))
+	}
+	owner, name, _ := strings.Cut(t.Repo, "/")
+	o := tickets.Outgoing{Key: fmt.Sprintf("merge:ticket:%d:%d", t.ID, t.PullNumber), TicketID: t.ID, Source: tickets.SourceGitHub,
+		Kind: "merge", Target: fmt.Sprintf("%s#%d", t.Repo, t.PullNumber), Body: pr.GetHead().GetSHA()}
+	_, err = e.write(ctx, o, func(ctx context.Context) (string, error) {
+		res, _, err := gh.PullRequests.Merge(ctx, owner, name, t.PullNumber, "", &github.PullRequestOptions{SHA: pr.GetHead().GetSHA()})
+		if err != nil {
+			return "", fmt.Errorf("merging %s#%d: %w", t.Repo, t.PullNumber, err)
+		}
+		return res.GetSHA(), nil
+	}, func(ctx context.Context) (string, bool, error) {
+		pr, _, err := gh.PullRequests.Get(ctx, owner, name, t.PullNumber)
+		if err != nil {
+			return "", false, err
+		}
+		return pr.GetMergeCommitSHA(), pr.GetMerged(), nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("merged %s#%d (%d changed lines, checks green, %d approvals)", t.Repo, t.PullNumber, facts.ChangedLines, facts.Approvals), nil
+}

@@ -1,0 +1,76 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/superagent-dev/superagent/policy"
+	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// promptInput gathers what the prompt of a Ticket's Executor needs.
+func (e *Executor) promptInput(ctx context.Context, ticketID int64) (promptparts.Input, error) {
+	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, ticketID)
+	if err != nil {
+		return promptparts.Input{}, fmt.Errorf("reading the ticket of an executor prompt: %w", err)
+	}
+	in := promptparts.Input{Role: promptparts.RoleExecutor, Environment: e.environment(t)}
+	if ws, err := e.deps.Workspaces.Open(t.ID); err == nil {
+		files, err := ws.AgentsChain(e.workedDirs(t.ID))
+		if err != nil {
+			return promptparts.Input{}, fmt.Errorf("reading AGENTS.md of ticket %d: %w", t.ID, err)
+		}
+		for _, f := range files {
+			in.AgentsMD = append(in.AgentsMD, promptparts.AgentsFile{Path: f.Path, Text: f.Text})
+		}
+	}
+	if t.Origin == tickets.OriginInferred {
+		settings, _, err := e.deps.Prompts.Current(ctx)
+		if err != nil {
+			return promptparts.Input{}, fmt.Errorf("reading the policy: %w", err)
+		}
+		in.InferredRules = []policy.Rule{}
+		for _, id := range t.Rules {
+			if r, ok := settings.Policy.Rule(id); ok {
+				in.InferredRules = append(in.InferredRules, r)
+			}
+		}
+	}
+	return in, nil
+}
+
+// environment lists the Ticket's facts after the deployment's.
+func (e *Executor) environment(t tickets.Ticket) []promptparts.Var {
+	vars := append([]promptparts.Var(nil), e.cfg.Environment...)
+	add := func(name, value string) {
+		if value != "" {
+			vars = append(vars, promptparts.Var{Name: name, Value: value})
+		}
+	}
+	add("Ticket", strconv.FormatInt(t.ID, 10)+": "+t.Title)
+	add("Origin", t.Origin)
+	add("Repository", t.Repo)
+	if t.Repo != "" {
+		add("Branch", e.branch(t.ID))
+		add("Workspace", "a clone of "+t.Repo+" at "+workspaceMount+" (commands run there, isolated, without network unless configured)")
+	}
+	if t.PullNumber > 0 {
+		add("Pull request", t.Repo+"#"+strconv.Itoa(t.PullNumber))
+	}
+	mandate, _ := json.Marshal(t.Mandate)
+	add("Mandate", string(mandate))
+	if t.Pause != nil {
+		add("Paused", "by "+t.Pause.By+"; do nothing until a person resumes")
+	}
+	if len(t.Rules) > 0 {
+		add("Admitted by rules", strings.Join(t.Rules, ", "))
+	}
+	return vars
+}
+
+// workspaceMount is where the sandbox shows the workspace to commands.
+const workspaceMount = "/workspace"

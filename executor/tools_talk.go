@@ -1,0 +1,561 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/feishu"
+	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+type replyArgs struct {
+	Thread    string `json:"thread"`
+	Purpose   string `json:"purpose"`
+	Text      string `json:"text"`
+	InReplyTo int64  `json:"in_reply_to"`
+}
+
+// received reports whether a card was given to the Ticket's Executor.
+func (e *Executor) received(ctx context.Context, q db.Querier, ticketID, cardID int64) (bool, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM ticket_deliveries WHERE ticket_id = $1 AND card_id = $2 AND state = 'delivered'`,
+		ticketID, cardID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("checking the cards of ticket %d: %w", ticketID, err)
+	}
+	return n > 0, nil
+}
+
+// messageOf reads a card the Ticket's Executor was given.
+func (e *Executor) messageOf(ctx context.Context, ticketID, cardID int64) (tickets.Card, error) {
+	ok, err := e.received(ctx, e.deps.DB, ticketID, cardID)
+	if err != nil {
+		return tickets.Card{}, err
+	}
+	if !ok {
+		return tickets.Card{}, session.Refuse("card %d is not a message this Ticket received", cardID)
+	}
+	return e.deps.Tickets.Card(ctx, e.deps.DB, cardID)
+}
+
+// replyPlace resolves where a reply goes and checks that the Ticket may
+// write there: a Thread it follows for work.
+func (e *Executor) replyPlace(ctx context.Context, ticketID int64, a replyArgs) (tickets.Thread, *tickets.Card, error) {
+	var card *tickets.Card
+	key := strings.TrimSpace(a.Thread)
+	if a.InReplyTo != 0 {
+		c, err := e.messageOf(ctx, ticketID, a.InReplyTo)
+		if err != nil {
+			return tickets.Thread{}, nil, err
+		}
+		if key != "" && key != c.Thread.Key {
+			return tickets.Thread{}, nil, session.Refuse("card %d is in %s, not %s", c.ID, c.Thread.Key, key)
+		}
+		card, key = &c, c.Thread.Key
+	}
+	if key == "" {
+		return tickets.Thread{}, nil, session.Refuse("name the thread or the message (in_reply_to) the reply answers")
+	}
+	followed, contextOnly, err := e.deps.Tickets.Follows(ctx, e.deps.DB, ticketID, key)
+	if err != nil {
+		return tickets.Thread{}, nil, err
+	}
+	if !followed || contextOnly {
+		return tickets.Thread{}, nil, session.Refuse("the Ticket does not follow %s for its work; it may write only in the Threads it follows", key)
+	}
+	th, err := e.deps.Tickets.ThreadByKey(ctx, e.deps.DB, key)
+	return th, card, err
+}
+
+func (e *Executor) checkReply(ctx context.Context, call session.Call) error {
+	a, err := bind[replyArgs](call)
+	if err != nil {
+		return err
+	}
+	text := strings.TrimSpace(a.Text)
+	if text == "" {
+		return session.Refuse("the reply is empty")
+	}
+	switch a.Purpose {
+	case "confirm":
+		if a.InReplyTo == 0 {
+			return session.Refuse("a confirmation goes under the request: give in_reply_to")
+		}
+		if words(text) < 6 {
+			return session.Refuse("a confirmation names the object and the result you expect to deliver; %q is too short", text)
+		}
+	case "decline", "yield":
+		if n := sentences(text); n != 1 {
+			return session.Refuse("a %s is one sentence; this is %d", a.Purpose, n)
+		}
+	}
+	th, _, err := e.replyPlace(ctx, call.TicketID, a)
+	if err != nil {
+		return err
+	}
+	if th.Source == tickets.SourceFeishu && words(text) > e.cfg.MaxChatWords {
+		return session.Refuse("a chat message is at most %d words; this one is %d: put the detail in the pull request and link it",
+			e.cfg.MaxChatWords, words(text))
+	}
+	return nil
+}
+
+var reviewThreadKey = regexp.MustCompile(`^github:([^#]+)#([0-9]+)(?:/review-thread/([0-9]+))?$`)
+
+func (e *Executor) reply(ctx context.Context, call session.Call) (string, error) {
+	a, err := bind[replyArgs](call)
+	if err != nil {
+		return "", err
+	}
+	th, card, err := e.replyPlace(ctx, call.TicketID, a)
+	if err != nil {
+		return "", err
+	}
+	var cardID int64
+	if card != nil {
+		cardID = card.ID
+	}
+	key := fmt.Sprintf("reply:ticket:%d:%s", call.TicketID, digest(th.Key, a.Purpose, a.Text, strconv.FormatInt(a.InReplyTo, 10)))
+	if a.Purpose == "confirm" {
+		key = fmt.Sprintf("confirm:ticket:%d:card:%d", call.TicketID, a.InReplyTo)
+	}
+	var ref string
+	switch th.Source {
+	case tickets.SourceGitHub:
+		ref, err = e.replyGitHub(ctx, call.TicketID, cardID, th, key, a.Text)
+	case tickets.SourceFeishu:
+		ref, err = e.replyFeishu(ctx, call.TicketID, card, th, key, a.Text)
+	default:
+		err = fmt.Errorf("unknown source %q", th.Source)
+	}
+	if err != nil {
+		return "", err
+	}
+	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+		if err := e.deps.Tickets.MarkBotSpoke(ctx, tx, th.Key); err != nil {
+			return err
+		}
+		if a.Purpose == "confirm" {
+			return e.setConfirmed(ctx, tx, call.TicketID)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return "sent: " + ref, nil
+}
+
+func (e *Executor) replyGitHub(ctx context.Context, ticketID, cardID int64, th tickets.Thread, key, text string) (string, error) {
+	m := reviewThreadKey.FindStringSubmatch(th.Key)
+	if m == nil {
+		return "", session.Refuse("%s has no conversation to reply in", th.Key)
+	}
+	repo := th.Repo
+	number, _ := strconv.Atoi(m[2])
+	if m[3] == "" {
+		return e.commentOn(ctx, ticketID, cardID, repo, key, number, text)
+	}
+	root, _ := strconv.ParseInt(m[3], 10, 64)
+	gh, err := e.installationClient(ctx, repo)
+	if err != nil {
+		return "", err
+	}
+	body, err := e.githubBody(ctx, key, text)
+	if err != nil {
+		return "", err
+	}
+	owner, name, _ := strings.Cut(repo, "/")
+	o := tickets.Outgoing{Key: key, TicketID: ticketID, CardID: cardID, Source: tickets.SourceGitHub, Kind: "review_reply",
+		Target: repo + "#pull_comment:" + m[3], Body: body}
+	return e.write(ctx, o, func(ctx context.Context) (string, error) {
+		c, _, err := gh.PullRequests.CreateCommentInReplyTo(ctx, owner, name, number, body, root)
+		if err != nil {
+			return "", fmt.Errorf("replying in review thread %d: %w", root, err)
+		}
+		return c.GetHTMLURL(), nil
+	}, func(ctx context.Context) (string, bool, error) {
+		cs, err := e.reviewComments(ctx, gh, owner, name, number)
+		if err != nil {
+			return "", false, err
+		}
+		for _, c := range cs {
+			if strings.Contains(c.GetBody(), marker(key)) {
+				return c.GetHTMLURL(), true, nil
+			}
+		}
+		return "", false, nil
+	})
+}
+
+func (e *Executor) replyFeishu(ctx context.Context, ticketID int64, card *tickets.Card, th tickets.Thread, key, text string) (string, error) {
+	if e.deps.Feishu == nil {
+		return "", errors.New("the Feishu app is not configured")
+	}
+	var msg string
+	if card != nil {
+		id, err := orchestrator.FeishuMessageID(ctx, e.deps.DB, *card)
+		if err != nil {
+			return "", err
+		}
+		msg = id
+	}
+	if msg == "" {
+		_, root, _ := strings.Cut(strings.TrimPrefix(th.Key, "feishu:"), "/")
+		msg = root
+	}
+	if msg == "" {
+		return "", session.Refuse("there is no Feishu message to reply under in %s", th.Key)
+	}
+	content, err := feishu.Text(e.deps.Scrubber.Scrub(strings.TrimSpace(text)))
+	if err != nil {
+		return "", err
+	}
+	var cardID int64
+	if card != nil {
+		cardID = card.ID
+	}
+	o := tickets.Outgoing{Key: key, TicketID: ticketID, CardID: cardID, Source: tickets.SourceFeishu, Kind: "reply",
+		Target: "feishu:message/" + msg, Body: text}
+	// Feishu sends one message per uuid: a retry cannot duplicate.
+	return e.write(ctx, o, func(ctx context.Context) (string, error) {
+		sent, err := e.deps.Feishu.Reply(ctx, msg, feishu.OutgoingMessage{UUID: "sa-" + digest(key), ChatID: th.Repo, Content: content})
+		if err != nil {
+			return "", err
+		}
+		return "feishu:message/" + sent.MessageID, nil
+	}, nil)
+}
+
+var (
+	issueCommentURL = regexp.MustCompile(`#issuecomment-([0-9]+)$`)
+	pullCommentURL  = regexp.MustCompile(`#discussion_r([0-9]+)$`)
+)
+
+func (e *Executor) react(ctx context.Context, call session.Call) (string, error) {
+	a, err := bind[struct {
+		Thread   string `json:"thread"`
+		Message  int64  `json:"message"`
+		Reaction string `json:"reaction"`
+	}](call)
+	if err != nil {
+		return "", err
+	}
+	c, err := e.messageOf(ctx, call.TicketID, a.Message)
+	if err != nil {
+		return "", err
+	}
+	if _, _, err := e.replyPlace(ctx, call.TicketID, replyArgs{Thread: a.Thread, InReplyTo: a.Message}); err != nil {
+		return "", err
+	}
+	o := tickets.Outgoing{Key: fmt.Sprintf("react:ticket:%d:card:%d:%s", call.TicketID, c.ID, a.Reaction), TicketID: call.TicketID,
+		CardID: c.ID, Source: c.Source, Kind: "reaction", Body: a.Reaction}
+	// Both platforms keep one reaction of a kind per account: resending is
+	// safe, so no find.
+	_, err = e.write(ctx, o, func(ctx context.Context) (string, error) {
+		if c.Source == tickets.SourceFeishu {
+			if e.deps.Feishu == nil {
+				return "", errors.New("the Feishu app is not configured")
+			}
+			id, err := orchestrator.FeishuMessageID(ctx, e.deps.DB, c)
+			if err != nil || id == "" {
+				return "", fmt.Errorf("finding the Feishu message of card %d: %w", c.ID, err)
+			}
+			return e.deps.Feishu.React(ctx, id, c.Thread.Repo, a.Reaction)
+		}
+		gh, err := e.installationClient(ctx, c.Thread.Repo)
+		if err != nil {
+			return "", err
+		}
+		owner, name, _ := strings.Cut(c.Thread.Repo, "/")
+		var r *github.Reaction
+		if m := issueCommentURL.FindStringSubmatch(c.URL); m != nil {
+			id, _ := strconv.ParseInt(m[1], 10, 64)
+			r, _, err = gh.Reactions.CreateIssueCommentReaction(ctx, owner, name, id, a.Reaction)
+		} else if m := pullCommentURL.FindStringSubmatch(c.URL); m != nil {
+			id, _ := strconv.ParseInt(m[1], 10, 64)
+			r, _, err = gh.Reactions.CreatePullRequestCommentReaction(ctx, owner, name, id, a.Reaction)
+		} else if c.Thread.Number > 0 {
+			r, _, err = gh.Reactions.CreateIssueReaction(ctx, owner, name, c.Thread.Number, a.Reaction)
+		} else {
+			return "", session.Refuse("card %d has nothing to react to", c.ID)
+		}
+		if err != nil {
+			return "", fmt.Errorf("reacting to card %d: %w", c.ID, err)
+		}
+		return strconv.FormatInt(r.GetID(), 10), nil
+	}, nil)
+	if err != nil {
+		return "", err
+	}
+	return "reacted " + a.Reaction, nil
+}
+
+// questions counts the question marks of a text.
+func questions(s string) int { return strings.Count(s, "?") + strings.Count(s, "？") }
+
+func (e *Executor) checkReport(_ context.Context, call session.Call) error {
+	a, err := bind[reportArgs](call)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(a.Summary) == "" {
+		return session.Refuse("a report needs a summary")
+	}
+	if a.State == tickets.ReportDone && words(a.Summary) < 8 {
+		return session.Refuse("a done report states what was delivered and how it was verified")
+	}
+	if questions(a.HumanAction) > 1 {
+		return session.Refuse("a report carries at most one human_action question")
+	}
+	return nil
+}
+
+type reportArgs struct {
+	State       string `json:"state"`
+	Summary     string `json:"summary"`
+	HumanAction string `json:"human_action"`
+	Message     int64  `json:"message"`
+}
+
+// ticketStates is the Ticket state each report state moves it to.
+var ticketStates = map[string]string{
+	tickets.ReportProgress: tickets.TicketWorking,
+	tickets.ReportDone:     tickets.TicketDone,
+	tickets.ReportBlocked:  tickets.TicketWaiting,
+	tickets.ReportWaiting:  tickets.TicketWaiting,
+}
+
+func (e *Executor) report(ctx context.Context, call session.Call) (string, error) {
+	a, err := bind[reportArgs](call)
+	if err != nil {
+		return "", err
+	}
+	summary := strings.TrimSpace(a.Summary)
+	if a.State == tickets.ReportDone {
+		totals, err := e.sessions.Store().TicketTotals(ctx, e.deps.DB, call.TicketID)
+		if err != nil {
+			return "", err
+		}
+		u := totals.Usage
+		summary += fmt.Sprintf("\n\nUsage: %d tokens (input %d, cache reads %d, cache writes %d, output %d) over %d model requests in %d Sessions; cost %.4f.",
+			u.Total(), u.Input, u.CacheRead, u.CacheWrite, u.Output, totals.Requests, totals.Sessions, u.Cost)
+	}
+	r := tickets.Report{TicketID: call.TicketID, SessionID: call.SessionID, State: a.State, Summary: summary,
+		HumanAction: strings.TrimSpace(a.HumanAction)}
+	if a.Message != 0 {
+		r.Message = strconv.FormatInt(a.Message, 10)
+	}
+	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+		if _, err := e.deps.Orchestrator.Report(ctx, tx, r); err != nil {
+			return err
+		}
+		err := e.deps.Tickets.SetTicketState(ctx, tx, call.TicketID, ticketStates[a.State])
+		if errors.Is(err, tickets.ErrPaused) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if a.State == tickets.ReportDone {
+		return "reported done; the Ticket is done. " + summary[len(strings.TrimSpace(a.Summary)):], nil
+	}
+	return "reported " + a.State, nil
+}
+
+func (e *Executor) checkHumanAction(_ context.Context, call session.Call) error {
+	a, err := bind[struct {
+		Question string `json:"question"`
+		Message  int64  `json:"message"`
+	}](call)
+	if err != nil {
+		return err
+	}
+	q := strings.TrimSpace(a.Question)
+	switch {
+	case q == "":
+		return session.Refuse("the question is empty")
+	case questions(q) > 1:
+		return session.Refuse("ask one concrete question, not %d", questions(q))
+	case words(q) > e.cfg.MaxChatWords:
+		return session.Refuse("the question is %d words; at most %d", words(q), e.cfg.MaxChatWords)
+	}
+	return nil
+}
+
+func (e *Executor) humanAction(ctx context.Context, call session.Call) (string, error) {
+	a, err := bind[struct {
+		Question string `json:"question"`
+		Message  int64  `json:"message"`
+	}](call)
+	if err != nil {
+		return "", err
+	}
+	r := tickets.Report{TicketID: call.TicketID, SessionID: call.SessionID, State: tickets.ReportWaiting,
+		Summary: "A question only a person can answer.", HumanAction: strings.TrimSpace(a.Question)}
+	if a.Message != 0 {
+		if _, err := e.messageOf(ctx, call.TicketID, a.Message); err != nil {
+			return "", err
+		}
+		r.Message = strconv.FormatInt(a.Message, 10)
+	}
+	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+		_, err := e.deps.Orchestrator.Report(ctx, tx, r)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return "the question goes to the person through the main Session; continue what the Ticket already authorizes", nil
+}
+
+func (e *Executor) handBack(ctx context.Context, call session.Call) (string, error) {
+	a, err := bind[struct {
+		Message int64  `json:"message"`
+		Reason  string `json:"reason"`
+	}](call)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(a.Reason) == "" {
+		return "", session.Refuse("give the reason")
+	}
+	owners, err := e.deps.Tickets.FollowUpTickets(ctx, e.deps.DB, a.Message)
+	if err != nil {
+		return "", err
+	}
+	mine := false
+	for _, id := range owners {
+		mine = mine || id == call.TicketID
+	}
+	if !mine {
+		return "", session.Refuse("card %d is not a follow-up this Ticket received; only those can be handed back", a.Message)
+	}
+	var back bool
+	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+		back, err = e.deps.Orchestrator.HandBack(ctx, tx, tickets.HandBack{CardID: a.Message, TicketID: call.TicketID, Reason: a.Reason})
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if back {
+		return "handed back; the main Session routes it", nil
+	}
+	return "handed back; it goes to the main Session once the other Tickets it reached are done with it", nil
+}
+
+var githubRef = regexp.MustCompile(`^(?:https://[^/]+/)?([\w.-]+)/([\w.-]+)(?:#|/(?:issues|pull)/)([0-9]+)$`)
+
+// threadKey turns what the model names (a thread key, owner/repo#12, a
+// GitHub URL) into a Thread key.
+func threadKey(ref string) (key, repo string, number int) {
+	ref = strings.TrimSpace(ref)
+	if m := githubRef.FindStringSubmatch(strings.TrimPrefix(ref, "github:")); m != nil {
+		n, _ := strconv.Atoi(m[3])
+		repo = m[1] + "/" + m[2]
+		return pullKey(repo, n), repo, n
+	}
+	return ref, "", 0
+}
+
+func (e *Executor) subscribe(ctx context.Context, call session.Call) (string, error) {
+	a, err := bind[struct {
+		Thread string `json:"thread"`
+		Reason string `json:"reason"`
+	}](call)
+	if err != nil {
+		return "", err
+	}
+	key, repo, number := threadKey(a.Thread)
+	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+		th, err := e.deps.Tickets.ThreadByKey(ctx, tx, key)
+		if errors.Is(err, tickets.ErrNotFound) && repo != "" {
+			th, err = e.deps.Tickets.UpsertThread(ctx, tx, tickets.Thread{Source: tickets.SourceGitHub, Key: key, Repo: repo, Number: number})
+		}
+		if errors.Is(err, tickets.ErrNotFound) {
+			return session.Refuse("there is no Thread %q", a.Thread)
+		}
+		if err != nil {
+			return err
+		}
+		return e.deps.Tickets.SubscribeForContext(ctx, tx, call.TicketID, th.ID)
+	})
+	if err != nil {
+		return "", err
+	}
+	return "following " + key + " for context; new cards there reach you, and you may not write there", nil
+}
+
+func (e *Executor) unrelated(ctx context.Context, call session.Call) (string, error) {
+	a, err := bind[struct {
+		Thread string `json:"thread"`
+		Reason string `json:"reason"`
+	}](call)
+	if err != nil {
+		return "", err
+	}
+	key, _, _ := threadKey(a.Thread)
+	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID)
+	if err != nil {
+		return "", err
+	}
+	var returned int64
+	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+		th, err := e.deps.Tickets.ThreadByKey(ctx, tx, key)
+		if errors.Is(err, tickets.ErrNotFound) {
+			return session.Refuse("there is no Thread %q", a.Thread)
+		}
+		if err != nil {
+			return err
+		}
+		if src, err := e.deps.Tickets.Card(ctx, tx, t.SourceCardID); err == nil && src.Thread.ID == th.ID {
+			return session.Refuse("%s is where the Ticket's request came from; report instead if the Ticket itself is mistaken", key)
+		}
+		if err := e.deps.Tickets.Unsubscribe(ctx, tx, t.ID, th.ID); err != nil {
+			return err
+		}
+		if returned, err = e.deps.Tickets.Disown(ctx, tx, t.ID, th.ID); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT n.card_id FROM follow_up_notices n JOIN cards c ON c.id = n.card_id
+WHERE n.ticket_id = $1 AND c.thread_id = $2 AND c.state = 'follow_up'`, t.ID, th.ID)
+		if err != nil {
+			return fmt.Errorf("listing the follow-ups of %s: %w", key, err)
+		}
+		var held []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			held = append(held, id)
+		}
+		rows.Close()
+		for _, id := range held {
+			if _, err := e.deps.Orchestrator.HandBack(ctx, tx, tickets.HandBack{CardID: id, TicketID: t.ID, Reason: "unrelated thread: " + a.Reason}); err != nil {
+				return err
+			}
+		}
+		if returned > 0 {
+			return e.deps.Orchestrator.ScheduleTurn(ctx, tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("no longer following %s; %d attached card(s) went back to the main Session; nothing was posted there", key, returned), nil
+}

@@ -1,0 +1,215 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// Worker runs a Ticket's Executor for orchestrator.ExecuteArgs.
+type Worker struct {
+	river.WorkerDefaults[orchestrator.ExecuteArgs]
+	e *Executor
+}
+
+// Timeout bounds one job: the Session's wall time and a margin to prepare
+// the workspace and wrap up.
+func (w *Worker) Timeout(*river.Job[orchestrator.ExecuteArgs]) time.Duration {
+	return w.e.cfg.Session.MaxWallTime + 10*time.Minute
+}
+
+// Work runs the Executor under the Ticket's lease; when another job holds
+// it, this one waits its turn. The holder names the attempt, so a job
+// rescued after its process died waits for the dead attempt's lease to
+// lapse rather than working beside it.
+func (w *Worker) Work(ctx context.Context, job *river.Job[orchestrator.ExecuteArgs]) error {
+	holder := fmt.Sprintf("job:%d:%d", job.ID, job.Attempt)
+	err := w.e.Execute(ctx, job.Args.TicketID, holder)
+	if errors.Is(err, ErrBusy) {
+		return river.JobSnooze(w.e.cfg.Snooze)
+	}
+	return err
+}
+
+// ErrBusy is returned by Execute when another holder runs the Ticket's
+// Executor.
+var ErrBusy = errors.New("another job runs this ticket's executor")
+
+var errLeaseLost = errors.New("the executor lease was lost")
+
+// Execute runs the Ticket's Executor until nothing is left for it: it
+// gives the Session what reached the Ticket, runs it, and repeats while
+// more arrives. A paused or ended Ticket stops it at the next step.
+func (e *Executor) Execute(ctx context.Context, ticketID int64, holder string) error {
+	ok, err := e.acquire(ctx, ticketID, holder)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrBusy
+	}
+	defer e.release(context.WithoutCancel(ctx), ticketID, holder)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go e.heartbeat(ctx, cancel, ticketID, holder)
+
+	err = e.execute(ctx, ticketID)
+	if cause := context.Cause(ctx); errors.Is(cause, errLeaseLost) {
+		return fmt.Errorf("executing ticket %d: %w", ticketID, cause)
+	}
+	return err
+}
+
+// heartbeat renews the lease until ctx ends; a lease lost to another
+// holder cancels the work.
+func (e *Executor) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, ticketID int64, holder string) {
+	t := time.NewTicker(e.cfg.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			ok, err := e.renew(ctx, ticketID, holder)
+			if err != nil {
+				e.cfg.Logger.Error("renewing an executor lease", "ticket", ticketID, "error", err)
+				continue
+			}
+			if !ok {
+				cancel(errLeaseLost)
+				return
+			}
+		}
+	}
+}
+
+func (e *Executor) execute(ctx context.Context, ticketID int64) error {
+	st := e.deps.Tickets
+	t, err := st.Ticket(ctx, e.deps.DB, ticketID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case t.State == tickets.TicketDone || t.State == tickets.TicketCancelled:
+		return e.cleanUp(t.ID)
+	case t.Pause != nil || t.Proposal:
+		// A person holds it, or nobody has accepted it yet: the resume or
+		// the acceptance enqueues the Executor again.
+		return nil
+	}
+	sid, err := e.session(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	if t.Repo != "" {
+		if _, err := e.prepare(ctx, t); err != nil {
+			return err
+		}
+	}
+	if t.State == tickets.TicketOpen || t.State == tickets.TicketWaiting {
+		if err := st.SetTicketState(ctx, e.deps.DB, t.ID, tickets.TicketWorking); err != nil && !errors.Is(err, tickets.ErrPaused) {
+			return err
+		}
+	}
+	tools, err := e.registry(t.ID)
+	if err != nil {
+		return err
+	}
+	opts := session.RunOptions{
+		StopCheck: st.StopCheck(e.deps.DB, t.ID),
+		BeforeStep: func(ctx context.Context, sid int64) error {
+			_, err := e.deliver(ctx, t.ID, sid)
+			return err
+		},
+	}
+	for {
+		if t, err = st.Ticket(ctx, e.deps.DB, t.ID); err != nil {
+			return err
+		}
+		if t.Pause != nil || t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
+			return e.settle(ctx, t.ID, &session.Session{State: session.StateStopped, StateReason: "paused"})
+		}
+		n, err := e.deliver(ctx, t.ID, sid)
+		if err != nil {
+			return err
+		}
+		s, err := e.sessions.Store().Latest(ctx, e.deps.DB, sid)
+		if err != nil {
+			return err
+		}
+		if s.State == session.StateStopped && pausedReason(s.StateReason) {
+			// Stopped by a pause that a person has lifted since (a job
+			// runs only for a Ticket nobody holds): continue the work.
+			if err := e.sessions.Store().Reopen(ctx, e.deps.DB, s.ID); err != nil {
+				return err
+			}
+		} else if s.State != session.StateActive {
+			if n > 0 {
+				e.cfg.Logger.Info("cards wait for a stopped executor", "ticket", t.ID, "session", s.ID, "reason", s.StateReason)
+			}
+			return e.settle(ctx, t.ID, s)
+		}
+		out, err := e.sessions.Run(ctx, s.ID, tools, opts)
+		if err != nil {
+			return fmt.Errorf("running the executor of ticket %d: %w", t.ID, err)
+		}
+		sid = out.SessionID
+		if out.State == session.StateStopped {
+			s, err := e.sessions.Store().Get(ctx, e.deps.DB, sid)
+			if err != nil {
+				return err
+			}
+			return e.settle(ctx, t.ID, s)
+		}
+	}
+}
+
+// pausedReason tells a Session stopped by a pause (or the Ticket's end)
+// from one stopped by a limit.
+func pausedReason(reason string) bool {
+	return len(reason) > 6 && reason[:6] == "paused"
+}
+
+// settle ends a job whose Session has nothing more to do: an ended Ticket
+// frees its workspace; a Session stopped by a limit reports the Ticket
+// blocked once, so a person hears of it.
+func (e *Executor) settle(ctx context.Context, ticketID int64, s *session.Session) error {
+	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, ticketID)
+	if err != nil {
+		return err
+	}
+	if t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
+		return e.cleanUp(ticketID)
+	}
+	if s.State != session.StateStopped || t.Pause != nil || pausedReason(s.StateReason) || s.StateReason == "reported" {
+		return nil
+	}
+	return e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+		if err := e.deps.Tickets.SetTicketState(ctx, tx, ticketID, tickets.TicketWaiting); err != nil && !errors.Is(err, tickets.ErrPaused) {
+			return err
+		}
+		if err := e.sessions.Store().Stop(ctx, tx, s.ID, "reported"); err != nil {
+			return err
+		}
+		_, err := e.deps.Orchestrator.Report(ctx, tx, tickets.Report{TicketID: ticketID, SessionID: s.ID, State: tickets.ReportBlocked,
+			Summary: fmt.Sprintf("The Executor stopped at its %s limit; a person must decide how to continue.", s.StateReason)})
+		return err
+	})
+}
+
+// cleanUp removes an ended Ticket's workspace.
+func (e *Executor) cleanUp(ticketID int64) error {
+	e.forget(ticketID)
+	if err := e.deps.Workspaces.Remove(ticketID); err != nil {
+		return fmt.Errorf("removing the workspace of ticket %d: %w", ticketID, err)
+	}
+	return nil
+}
