@@ -167,8 +167,8 @@ var deliverySeq struct {
 func (e *env) admit(t *testing.T, number int, login, text string) tickets.Card {
 	t.Helper()
 	return e.admitCard(t, tickets.NewCard{Source: tickets.SourceGitHub, Kind: "comment",
-		Thread: tickets.Thread{Source: tickets.SourceGitHub, Key: fmt.Sprintf("github:%s#%d", repo, number), Repo: repo, Number: number},
-		Author: tickets.Author{ID: login, Login: login, Type: tickets.AuthorUser, Permission: "write"},
+		Thread:    tickets.Thread{Source: tickets.SourceGitHub, Key: fmt.Sprintf("github:%s#%d", repo, number), Repo: repo, Number: number},
+		Author:    tickets.Author{ID: login, Login: login, Type: tickets.AuthorUser, Permission: "write"},
 		Addressed: true, AddressedWhy: "mention", Text: text,
 		URL: fmt.Sprintf("https://github.com/%s/issues/%d#issuecomment-%d", repo, number, e.gh.AddComment(repo, number, login, text))})
 }

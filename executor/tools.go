@@ -59,7 +59,7 @@ func (e *Executor) registry(ticketID int64) (*session.Registry, error) {
 	return session.NewRegistry(
 		session.Tool{Name: ToolRunCommand, Handler: e.runCommand,
 			Description: "Run a shell command in the Ticket's workspace, isolated from the service: no service secrets, no network unless the deployment allows it. Output is capped; a non-zero exit is reported, not an error.",
-			Parameters: schema(`"command":{"type":"string"},"timeout_seconds":{"type":"integer","minimum":1,"maximum":1800,"description":"default 120"},"workdir":{"type":"string","description":"relative to the workspace root"}`, "command")},
+			Parameters:  schema(`"command":{"type":"string"},"timeout_seconds":{"type":"integer","minimum":1,"maximum":1800,"description":"default 120"},"workdir":{"type":"string","description":"relative to the workspace root"}`, "command")},
 		session.Tool{Name: ToolReadFile, Idempotent: true, Handler: e.readFile,
 			Description: "Read a text file of the workspace, with line numbers.",
 			Parameters:  schema(`"path":{"type":"string"},"offset":{"type":"integer","minimum":0,"description":"first line, 1-based"},"limit":{"type":"integer","minimum":0}`, "path")},
