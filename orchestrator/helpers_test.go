@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
@@ -77,6 +78,8 @@ VALUES (100, $1, 'octo/repo', FALSE, TRUE, $2)`, installation, time.Now().UTC())
 	e.q = queue.New(d, queue.Config{ID: "test", FetchPollInterval: 100 * time.Millisecond})
 	e.o = e.orchestrator(t)
 	e.o.Register(e.q)
+	// The Executor is package executor's; these tests only count its jobs.
+	queue.AddWorker(e.q, river.WorkFunc(func(context.Context, *river.Job[orchestrator.ExecuteArgs]) error { return nil }))
 	require.NoError(t, e.q.Init())
 	return e
 }
