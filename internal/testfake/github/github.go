@@ -42,11 +42,15 @@ type Request struct {
 	Body   []byte
 }
 
-// Fault is a canned answer given instead of the real one.
+// Fault is a canned answer given instead of the real one. With Status 0
+// the real answer is given (the request lands), after Delay.
 type Fault struct {
 	Status int
 	Header http.Header
 	Body   string
+	// Delay holds the answer this long, or until the caller gives up: a
+	// slow write whose answer its caller may never see.
+	Delay time.Duration
 }
 
 // Server is a running fake.
@@ -178,7 +182,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-RateLimit-Resource", "core")
 	}
 	s.mu.Unlock()
+	if fault != nil && fault.Status == 0 {
+		rec := httptest.NewRecorder()
+		s.mux.ServeHTTP(rec, r)
+		hold(r, fault.Delay)
+		for name, vs := range rec.Header() {
+			w.Header()[name] = vs
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+		return
+	}
 	if fault != nil {
+		hold(r, fault.Delay)
 		for name, vs := range fault.Header {
 			w.Header()[name] = vs
 		}
@@ -188,6 +204,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// hold waits d or until the caller gives up.
+func hold(r *http.Request, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.Context().Done():
+	}
 }
 
 // WriteJSON answers with v as GitHub does.
