@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/superagent-dev/superagent/internal/db"
@@ -101,7 +102,13 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 		}
 		switch cmd.Name {
 		case CommandPause:
-			if err := st.Pause(ctx, tx, id, actor(c), cmd.Reason); err != nil && !errors.Is(err, tickets.ErrEnded) {
+			if t.Pause != nil || t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
+				continue
+			}
+			if err := st.Pause(ctx, tx, id, actor(c), cmd.Reason); err != nil {
+				return err
+			}
+			if err := o.confirmPause(ctx, tx, t, &c, actor(c), cmd.Reason); err != nil {
 				return err
 			}
 		case CommandResume:
@@ -111,10 +118,8 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 			if err := st.Resume(ctx, tx, id, actor(c)); err != nil {
 				return err
 			}
-			if !t.Proposal {
-				if err := o.EnqueueExecutor(ctx, tx, id); err != nil {
-					return err
-				}
+			if err := o.resumed(ctx, tx, t, &c, actor(c)); err != nil {
+				return err
 			}
 		case CommandAccept:
 			accepted, err := st.AcceptProposal(ctx, tx, id)
@@ -129,4 +134,67 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 		}
 	}
 	return nil
+}
+
+var _ tickets.PauseHook = (*Orchestrator)(nil)
+
+// Paused confirms a pause from the panel or the API in the Ticket's
+// original conversation (tickets.PauseHook).
+func (o *Orchestrator) Paused(ctx context.Context, tx *db.Tx, t tickets.Ticket, by, reason string) error {
+	return o.confirmPause(ctx, tx, t, nil, by, reason)
+}
+
+// Resumed wakes the Executor of a Ticket a person resumed from the panel or
+// the API and confirms it in the Ticket's original conversation
+// (tickets.PauseHook).
+func (o *Orchestrator) Resumed(ctx context.Context, tx *db.Tx, t tickets.Ticket, by string) error {
+	return o.resumed(ctx, tx, t, nil, by)
+}
+
+func (o *Orchestrator) confirmPause(ctx context.Context, tx *db.Tx, t tickets.Ticket, c *tickets.Card, by, reason string) error {
+	text := fmt.Sprintf("Paused ticket %d (%s) at %s's word", t.ID, oneLine(t.Title), by)
+	if reason = oneLine(reason); reason != "" {
+		text += ": " + reason
+	}
+	text += fmt.Sprintf(". Nothing more happens on it until a person says \"@%s resume\".", o.cfg.BotLogin)
+	return o.confirm(ctx, tx, t, c, "pause", text)
+}
+
+func (o *Orchestrator) resumed(ctx context.Context, tx *db.Tx, t tickets.Ticket, c *tickets.Card, by string) error {
+	if !t.Proposal {
+		if err := o.EnqueueExecutor(ctx, tx, t.ID); err != nil {
+			return err
+		}
+	}
+	return o.confirm(ctx, tx, t, c, "resume", fmt.Sprintf("Resumed ticket %d (%s) at %s's word; the work continues.", t.ID, oneLine(t.Title), by))
+}
+
+// confirm records a short confirmation under the person's command card, or
+// in the Ticket's original conversation, and schedules a turn to send it.
+func (o *Orchestrator) confirm(ctx context.Context, tx *db.Tx, t tickets.Ticket, c *tickets.Card, what, text string) error {
+	var card tickets.Card
+	switch {
+	case c != nil:
+		card = *c
+	case t.SourceCardID != 0:
+		src, err := o.deps.Tickets.Card(ctx, tx, t.SourceCardID)
+		if err != nil {
+			return err
+		}
+		card = src
+	default:
+		return nil
+	}
+	target, err := o.messageTarget(ctx, tx, card)
+	if err != nil {
+		return err
+	}
+	key := fmt.Sprintf("%s:ticket:%d:%d", what, t.ID, o.cfg.Now().UnixNano())
+	if c != nil {
+		key = fmt.Sprintf("%s:ticket:%d:card:%d", what, t.ID, c.ID)
+	}
+	if err := o.record(ctx, tx, key, KindComment, card, t.ID, target, text); err != nil {
+		return err
+	}
+	return o.ScheduleTurn(ctx, tx)
 }

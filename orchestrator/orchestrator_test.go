@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,10 +179,50 @@ func TestPauseHoldsUntilAPersonResumes(t *testing.T) {
 		e.o = e.orchestrator(t)
 		require.Equal(t, tickets.TicketPaused, state().State)
 
+		// The Executor's first job has run (and stopped at the pause).
+		_, err = d.Exec(ctx, `UPDATE river_job SET state = 'completed', finalized_at = $1 WHERE kind = 'execute_ticket'`, time.Now().UTC())
+		require.NoError(t, err)
 		e.admit(t, card{number: 5, login: "alice", permission: "write", addressed: true, text: "@superagent resume"})
 		got := state()
 		require.Equal(t, tickets.TicketOpen, got.State)
 		require.Nil(t, got.Pause)
+		require.Equal(t, 2, e.jobs(t, "execute_ticket"), "the resume woke the Executor again")
+
+		// Both commands were confirmed in the issue, with the agent line.
+		e.model.Push(fakeopenai.Text("ok"))
+		e.turn(t)
+		var paused, resumed int
+		for _, c := range e.gh.Comments() {
+			if !strings.HasPrefix(c.Body, orchestrator.DefaultAgentLine) {
+				continue
+			}
+			if strings.Contains(c.Body, "Paused ticket") && strings.Contains(c.Body, "the approach is wrong") && strings.Contains(c.Body, "@superagent resume") {
+				paused++
+			}
+			if strings.Contains(c.Body, "Resumed ticket") {
+				resumed++
+			}
+		}
+		require.Equal(t, 1, paused)
+		require.Equal(t, 1, resumed)
+
+		t.Run("from the panel or the API", func(t *testing.T) {
+			p := tickets.NewPauser(d, e.store, e.o)
+			require.NoError(t, p.Pause(ctx, tk.ID, "admin:carol", "holiday"))
+			require.NoError(t, p.Pause(ctx, tk.ID, "admin:dave", ""), "a second pause changes nothing")
+			require.NoError(t, p.Resume(ctx, tk.ID, "admin:carol"))
+			require.NoError(t, p.Resume(ctx, tk.ID, "admin:carol"), "resuming a running Ticket changes nothing")
+			e.model.Push(fakeopenai.Text("ok"))
+			e.turn(t)
+			var notes []string
+			for _, c := range e.gh.Comments() {
+				if strings.Contains(c.Body, "admin:") {
+					notes = append(notes, c.Body)
+				}
+			}
+			require.Len(t, notes, 2, "one confirmation for the pause, one for the resume")
+			require.Contains(t, notes[0], "holiday")
+		})
 	})
 }
 

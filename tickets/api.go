@@ -36,6 +36,12 @@ func NewAPI(d *db.DB, store *Store, sessions SessionReader, logger interface{ Er
 	return &API{d: d, store: store, sessions: sessions, pauser: NewPauser(d, store), logger: logger}
 }
 
+// WithPauser makes the API pause and resume through p (with its hooks).
+func (a *API) WithPauser(p *Pauser) *API {
+	a.pauser = p
+	return a
+}
+
 // Routes mounts the API.
 func (a *API) Routes(r chi.Router) {
 	r.Get("/tickets", httpserver.HandleWith(a.logger, a.list))
