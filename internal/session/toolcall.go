@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/superagent-dev/superagent/internal/db"
@@ -129,6 +130,9 @@ func cleanResult(s interface{ Scrub(string) string }, text string, max int) stri
 	if n > max+scrubMargin {
 		text = text[:max+scrubMargin]
 	}
+	// PostgreSQL's text refuses NUL, which a command's output may hold
+	// (a binary file, /proc/*/environ): keep the rest of the result.
+	text = strings.ReplaceAll(text, "\x00", "\uFFFD")
 	return truncate(s.Scrub(text), max, n)
 }
 
