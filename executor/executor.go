@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,8 +170,17 @@ func (e *Executor) branch(ticketID int64) string {
 // workedIn remembers a directory the Ticket's Session worked in, so its
 // AGENTS.md chain joins the prompt.
 func (e *Executor) workedIn(ticketID int64, dir string) {
-	dir = strings.Trim(dir, "/")
-	if dir == "" || dir == "." {
+	// A path outside the workspace (the tools refuse it) has no AGENTS.md
+	// of the repository, and would break every later prompt.
+	dir = path.Clean(dir)
+	if path.IsAbs(dir) {
+		rel, ok := strings.CutPrefix(dir, workspaceMount+"/")
+		if !ok {
+			return
+		}
+		dir = rel
+	}
+	if dir == "." || dir == ".." || strings.HasPrefix(dir, "../") {
 		return
 	}
 	e.mu.Lock()
