@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/superagent-dev/superagent/internal/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -16,6 +17,13 @@ import (
 func (e *Executor) write(ctx context.Context, o tickets.Outgoing, send func(context.Context) (string, error),
 	find func(context.Context) (string, bool, error)) (string, error) {
 	st, d := e.deps.Tickets, e.deps.DB
+	// A call the model asked for just before a person paused the Ticket
+	// still runs (the stop comes at the step's end); it may not write.
+	if t, err := st.Ticket(ctx, d, o.TicketID); err != nil {
+		return "", err
+	} else if t.Pause != nil {
+		return "", session.Refuse("ticket %d is paused by %s: nothing is written until a person resumes it", t.ID, t.Pause.By)
+	}
 	rec, err := st.RecordIntent(ctx, d, o)
 	if err != nil {
 		return "", err
