@@ -136,3 +136,27 @@ func TestFixAttemptsUsedUpReportBlocked(t *testing.T) {
 		require.Equal(t, tickets.TicketWaiting, got.State, "a blocked Ticket waits for a person")
 	})
 }
+
+// Two jobs failing on one commit are one failure to fix, not two attempts.
+func TestFailuresOfOneCommitAreOneAttempt(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, afterPR(checkFixer))
+		tk, pr := e.openPR(t)
+		var heads []string
+		for _, attempt := range []string{"attempt 1", "attempt 2", "attempt 3"} {
+			e.checkFailure(t, pr, "test", failLog(attempt), runURL)
+			e.checkFailure(t, pr, "lint", "lint: ok\n", jobURL)
+			e.run(t, tk.ID)
+			heads = append(heads, e.pull(t, pr).HeadSHA)
+			require.Equal(t, attempt+"\n", gitShow(t, e.bare, heads[len(heads)-1]+":NOTES.md"), "%s was pushed", attempt)
+		}
+		input := e.modelInput()
+		require.Contains(t, input, "fix attempts used 0 of 3.")
+		require.Contains(t, input, "fix attempts used 1 of 3.")
+		require.Contains(t, input, "fix attempts used 2 of 3.")
+		require.NotContains(t, input, "used up")
+		for _, p := range e.modelCalls("git_push") {
+			require.False(t, strings.HasPrefix(p.result, "refused"), p.result)
+		}
+	})
+}

@@ -71,15 +71,15 @@ func (e *Executor) reviewRound(ctx context.Context, t tickets.Ticket, c tickets.
 }
 
 // checkFailure gives a failed check the failing job's log excerpt and
-// counts the fix attempts: after the first failure, each later one is a
-// failed attempt, and when they are used up the Executor must report
-// blocked (git_push refuses).
+// counts the fix attempts: the first commit that fails is the failure to
+// fix, each later commit that fails is a failed attempt, and when they are
+// used up the Executor must report blocked (git_push refuses). Jobs that
+// fail on one commit are one failure, not one attempt each.
 func (e *Executor) checkFailure(ctx context.Context, t tickets.Ticket, c tickets.Card) (verdict, error) {
-	before, err := e.earlier(ctx, t, "check_failure", "")
+	failures, err := e.failedHead(ctx, t, c)
 	if err != nil {
 		return verdict{}, err
 	}
-	failures := before + 1
 	var b strings.Builder
 	if excerpt := e.logExcerpt(ctx, t.Repo, c.URL); excerpt != "" {
 		fence := "```"
@@ -98,12 +98,45 @@ func (e *Executor) checkFailure(ctx context.Context, t tickets.Ticket, c tickets
 	return verdict{extra: b.String()}, nil
 }
 
+// failedHeadPrefix names the counters that record each commit of a pull
+// request that failed a check.
+func failedHeadPrefix(number int) string { return "check_failed:" + strconv.Itoa(number) + ":" }
+
+// failedHead records that a check failed on the pull request's head (the
+// commit the failure is delivered on) and returns how many of its commits
+// have failed. When the head cannot be read the card stands for its
+// commit, so a failure is never lost.
+func (e *Executor) failedHead(ctx context.Context, t tickets.Ticket, c tickets.Card) (int, error) {
+	head := "card-" + strconv.FormatInt(c.ID, 10)
+	if _, pr, err := e.pull(ctx, t); err != nil {
+		e.cfg.Logger.Warn("reading the head of a failed pull request", "ticket", t.ID, "error", e.deps.Scrubber.Scrub(err.Error()))
+	} else if sha := pr.GetHead().GetSHA(); sha != "" {
+		head = sha
+	}
+	if _, err := e.bump(ctx, e.deps.DB, t.ID, failedHeadPrefix(t.PullNumber)+head); err != nil {
+		return 0, err
+	}
+	return e.failedHeads(ctx, t)
+}
+
+// failedHeads counts the commits of the Ticket's pull request that failed
+// a check.
+func (e *Executor) failedHeads(ctx context.Context, t tickets.Ticket) (int, error) {
+	var n int
+	err := e.deps.DB.QueryRow(ctx, `SELECT COUNT(*) FROM executor_counters WHERE ticket_id = $1 AND name LIKE $2`,
+		t.ID, failedHeadPrefix(t.PullNumber)+"%").Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting the failed commits of ticket %d: %w", t.ID, err)
+	}
+	return n, nil
+}
+
 // fixAttemptsUsedUp reports whether the Ticket has used its fix attempts.
 func (e *Executor) fixAttemptsUsedUp(ctx context.Context, t tickets.Ticket) (bool, error) {
 	if t.PullNumber == 0 {
 		return false, nil
 	}
-	n, err := e.earlier(ctx, t, "check_failure", "")
+	n, err := e.failedHeads(ctx, t)
 	if err != nil {
 		return false, err
 	}
