@@ -1,0 +1,172 @@
+package executor_test
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/dbtest"
+	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
+	"github.com/superagent-dev/superagent/orchestrator"
+)
+
+var theirs = regexp.MustCompile(`already in #([0-9]+)`)
+
+func TestPersonsPullRequestMakesTheExecutorYield(t *testing.T) {
+	const (
+		twoSentences = "Carol's pull request already fixes the typo. Closing mine."
+		oneSentence  = "Carol's pull request already makes the same fix, so I am closing this one in favour of it:"
+	)
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, afterPR(func(tn turn) fakeopenai.Reply {
+			m := theirs.FindStringSubmatch(tn.cards)
+			closes := 0
+			for _, s := range tn.steps {
+				if s.name == "pr_close" {
+					closes++
+				}
+			}
+			switch {
+			case m == nil:
+				return fakeopenai.Text("Nothing to do.")
+			case !tn.called("github_read"):
+				return call("github_read", `{"what":"pull_request","number":`+m[1]+`}`)
+			case closes == 0:
+				return call("pr_close", `{"reason":"`+twoSentences+`","pointer":"octo/hello#`+m[1]+`"}`)
+			case closes == 1:
+				return call("pr_close", `{"reason":"`+oneSentence+`","pointer":"octo/hello#`+m[1]+`"}`)
+			}
+			return fakeopenai.Text("Closed mine in favour of theirs.")
+		}))
+		tk, pr := e.openPR(t)
+
+		// Carol pushed the same fix on her own branch and opened a pull
+		// request; she says so on the Ticket's.
+		e.gh.PushAs(t, repo, "carol/readme-typo", map[string]string{"README.md": strings.Replace(readme, "projetc", "project", 1)}, "Fix the README typo")
+		number := e.gh.AddPullRequest(t, repo, fakegithub.PullRequestSpec{Login: "carol", Head: "carol/readme-typo", Title: "Fix the README typo"})
+		e.admit(t, pr, "carol", "This is already in #"+strconv.Itoa(number)+".")
+		e.run(t, tk.ID)
+
+		read := e.modelCalls("github_read")
+		require.Contains(t, read[len(read)-1].result, `"user": "carol"`, "the Executor read their pull request")
+		closes := e.modelCalls("pr_close")
+		require.Len(t, closes, 2)
+		require.Equal(t, "refused: the reason is 2 sentences; give one", closes[0].result)
+		require.Equal(t, "closed octo/hello#"+strconv.Itoa(pr)+", pointing to octo/hello#"+strconv.Itoa(number), closes[1].result)
+
+		mine := e.pull(t, pr)
+		require.Equal(t, "closed", mine.State)
+		require.False(t, mine.Merged)
+		require.Equal(t, "open", e.pull(t, number).State, "their pull request is untouched")
+
+		var yielded []string
+		for _, c := range e.gh.Comments() {
+			if strings.Contains(c.Body, oneSentence) {
+				yielded = append(yielded, c.Body)
+			}
+			require.NotContains(t, c.Body, twoSentences)
+		}
+		require.Len(t, yielded, 1)
+		require.True(t, strings.HasPrefix(yielded[0], orchestrator.DefaultAgentLine+"\n\n"+oneSentence+" octo/hello#"+strconv.Itoa(number)), yielded[0])
+	})
+}
+
+func TestAutoMergeOnlyBelowTheThreshold(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, afterPR(func(tn turn) fakeopenai.Reply {
+			switch {
+			case strings.Contains(tn.cards, "approved: "):
+				if !tn.called("pr_update") {
+					return call("pr_update", `{"ready":true}`)
+				}
+				if !tn.called("pr_merge") {
+					return call("pr_merge", `{}`)
+				}
+			case strings.Contains(tn.cards, "merge it"):
+				if !tn.called("pr_merge") {
+					return call("pr_merge", `{}`)
+				}
+			}
+			return fakeopenai.Text("Done for now.")
+		}))
+		saveSettings(t, e, `{"delivery_requirements": {"auto_merge": {"enabled": true, "max_changed_lines": 1, "checks": ["test"], "approvals": 1}}}`)
+		tk, pr := e.openPR(t)
+		head := e.pull(t, pr).HeadSHA
+		e.gh.AddCheckRun(repo, head, fakegithub.CheckRunSpec{Name: "test", Conclusion: "success"})
+		e.review(t, pr, "bob", "APPROVED", "Looks good.")
+		e.run(t, tk.ID)
+
+		// The fix changes two lines (one removed, one added): over 1.
+		merges := e.modelCalls("pr_merge")
+		require.Len(t, merges, 1)
+		require.Equal(t, "refused: auto-merge is not allowed: it changes 2 lines, over the threshold of 1; leave the merge to a person", merges[0].result)
+		require.False(t, e.pull(t, pr).Merged)
+		require.False(t, e.pull(t, pr).Draft, "marked ready before trying")
+
+		saveSettings(t, e, `{"delivery_requirements": {"auto_merge": {"enabled": true, "max_changed_lines": 10, "checks": ["test"], "approvals": 1}}}`)
+		e.admit(t, pr, "bob", "The threshold is 10 lines now, merge it.")
+		e.run(t, tk.ID)
+
+		merges = e.modelCalls("pr_merge")
+		require.Len(t, merges, 2)
+		require.Equal(t, "merged octo/hello#"+strconv.Itoa(pr)+" (2 changed lines, checks green, 1 approvals)", merges[1].result)
+		merged := e.pull(t, pr)
+		require.True(t, merged.Merged)
+		require.Equal(t, "closed", merged.State)
+		require.Contains(t, gitShow(t, e.bare, "main:README.md"), "This project says hello.")
+	})
+}
+
+// pr_update ready:true is refused while the pull request lacks the pushed
+// work or, for a user interface change, the before and after screenshots.
+func TestReadyNeedsPushedWorkAndScreenshots(t *testing.T) {
+	const shots = "Adds a landing page. Before: ![before](https://example.com/before.png) After: ![after](https://example.com/after.png)"
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, afterPR(func(tn turn) fakeopenai.Reply {
+			if !strings.Contains(tn.cards, "landing page") {
+				return fakeopenai.Text("Nothing to do.")
+			}
+			updates := 0
+			for _, s := range tn.steps {
+				if s.name == "pr_update" {
+					updates++
+				}
+			}
+			switch {
+			case !tn.called("write_file"):
+				return call("write_file", `{"path":"static/index.html","content":"<h1>Hello</h1>\n"}`)
+			case !tn.called("git_commit"):
+				return call("git_commit", `{"message":"Add a landing page"}`)
+			case updates == 0:
+				return call("pr_update", `{"ready":true}`)
+			case !tn.called("git_push"):
+				return call("git_push", `{}`)
+			case updates == 1:
+				return call("pr_update", `{"ready":true,"body":"Adds a landing page."}`)
+			case updates == 2:
+				return call("pr_update", `{"ready":true,"body":"`+shots+`"}`)
+			}
+			return fakeopenai.Text("Ready for review.")
+		}))
+		tk, pr := e.openPR(t)
+		e.admit(t, pr, "alice", "Please add a landing page and mark it ready.")
+		e.run(t, tk.ID)
+
+		updates := e.modelCalls("pr_update")
+		require.Len(t, updates, 3)
+		require.Contains(t, updates[0].result, "refused: not ready: the workspace's commit ")
+		require.Contains(t, updates[0].result, "commit and push first")
+		require.Contains(t, updates[1].result, "refused: not ready: it changes a user interface (static/index.html): the description needs a real screenshot of the state before the change and one after")
+		require.NotContains(t, updates[1].result, "commit and push first")
+		require.Equal(t, "updated octo/hello#"+strconv.Itoa(pr)+"; it is ready for review", updates[2].result)
+
+		p := e.pull(t, pr)
+		require.False(t, p.Draft)
+		require.True(t, strings.HasPrefix(p.Body, orchestrator.DefaultAgentLine+"\n\n"+shots), p.Body)
+	})
+}
