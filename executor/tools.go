@@ -142,22 +142,41 @@ func bind[T any](call session.Call) (T, error) {
 // words counts the words of a text.
 func words(s string) int { return len(strings.Fields(s)) }
 
-// sentences counts the sentences of a text: runs ending in . ! ? or the
-// end of the text.
+// sentences counts the sentences of a text: runs ending in . ! ? (or
+// their full-width forms) or the end of the text. A run of terminators
+// ends one sentence ("Really?!"), closing quotes and brackets after one
+// belong to its sentence, and a dot inside a word (a file name, a
+// version) or before a lowercase word (e.g., i.e., an ellipsis that goes
+// on) ends nothing.
 func sentences(s string) int {
+	const closers = "\"')]}’”»」』"
 	n := 0
 	inSentence := false
 	runes := []rune(strings.TrimSpace(s))
 	for i, r := range runes {
-		if !unicode.IsSpace(r) {
-			inSentence = true
-		}
 		end := r == '.' || r == '!' || r == '?' || r == '。' || r == '！' || r == '？'
-		// A dot inside a word (a file name, a version) ends nothing.
-		if end && r == '.' && i+1 < len(runes) && !unicode.IsSpace(runes[i+1]) {
-			end = false
+		if !end {
+			if !unicode.IsSpace(r) && !strings.ContainsRune(closers, r) {
+				inSentence = true
+			}
+			continue
 		}
-		if end && inSentence {
+		if r == '.' {
+			j := i + 1
+			for j < len(runes) && strings.ContainsRune(closers, runes[j]) {
+				j++
+			}
+			if j < len(runes) && !unicode.IsSpace(runes[j]) {
+				continue
+			}
+			for j < len(runes) && unicode.IsSpace(runes[j]) {
+				j++
+			}
+			if j < len(runes) && unicode.IsLower(runes[j]) {
+				continue
+			}
+		}
+		if inSentence {
 			n++
 			inSentence = false
 		}
