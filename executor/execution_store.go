@@ -129,17 +129,4 @@ ON CONFLICT (ticket_id, name) DO UPDATE SET count = executor_counters.count + 1 
 	return n, nil
 }
 
-// counter reads a Ticket's counter.
-func (e *Executor) counter(ctx context.Context, q db.Querier, ticketID int64, name string) (int64, error) {
-	var n int64
-	err := q.QueryRow(ctx, `SELECT count FROM executor_counters WHERE ticket_id = $1 AND name = $2`, ticketID, name).Scan(&n)
-	if errors.Is(err, db.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("reading %s of ticket %d: %w", name, ticketID, err)
-	}
-	return n, nil
-}
-
 var _ = time.Second
