@@ -18,7 +18,7 @@ import (
 )
 
 // eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
+func pollUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !cond() {
@@ -43,7 +43,7 @@ func crashDuring(t *testing.T, d *db.DB, path string, landed func(*env) bool) (*
 	defer crash()
 	died := make(chan error, 1)
 	go func() { died <- e.x.Execute(ctx, tk.ID, "process-1") }()
-	eventually(t, "the write lands on GitHub", func() bool { return landed(e) })
+	pollUntil(t, "the write lands on GitHub", func() bool { return landed(e) })
 	crash()
 	select {
 	case err := <-died:
@@ -62,7 +62,7 @@ func crashDuring(t *testing.T, d *db.DB, path string, landed func(*env) bool) (*
 	run, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var err error
-	eventually(t, "the first process's lease lapses", func() bool {
+	pollUntil(t, "the first process's lease lapses", func() bool {
 		err = x.Execute(run, tk.ID, "process-2")
 		return !errors.Is(err, executor.ErrBusy)
 	})

@@ -22,7 +22,7 @@ const webhookSecret = "whsec-SANDBOX-PROBE-4242"
 
 // script is a model that makes the given calls one per step, whatever
 // they return, then ends its turn.
-func script(calls ...[2]string) func(fakeopenai.Request) fakeopenai.Reply {
+func callsInOrder(calls ...[2]string) func(fakeopenai.Request) fakeopenai.Reply {
 	return func(req fakeopenai.Request) fakeopenai.Reply {
 		if n := len(steps(req)); n < len(calls) {
 			return call(calls[n][0], calls[n][1])
@@ -31,7 +31,7 @@ func script(calls ...[2]string) func(fakeopenai.Request) fakeopenai.Reply {
 	}
 }
 
-func command(cmd string) [2]string {
+func runCall(cmd string) [2]string {
 	args, _ := json.Marshal(map[string]any{"command": cmd, "timeout_seconds": 20})
 	return [2]string{"run_command", string(args)}
 }
@@ -56,13 +56,13 @@ func TestSandboxKeepsTheServiceSecretsOutOfReach(t *testing.T) {
 			}
 		}
 		var calls [][2]string
-		e := setup(t, d, func(req fakeopenai.Request) fakeopenai.Reply { return script(calls...)(req) })
+		e := setup(t, d, func(req fakeopenai.Request) fakeopenai.Reply { return callsInOrder(calls...)(req) })
 		dataDir = e.dataDir
 		u, err := url.Parse(e.gh.URL)
 		require.NoError(t, err)
 		ghPort = u.Port()
 		for _, p := range probes() {
-			calls = append(calls, command(p))
+			calls = append(calls, runCall(p))
 		}
 		calls = append(calls, [2]string{"read_file", `{"path":"../../superagent.db"}`},
 			[2]string{"read_file", `{"path":"` + filepath.Join(dataDir, "superagent.db") + `"}`})

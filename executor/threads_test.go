@@ -84,7 +84,7 @@ func TestFollowUpReachesTheExecutorAtItsNextStep(t *testing.T) {
 // not in an unrelated issue, not in one it follows for context.
 func TestRepliesOutsideTheTicketsThreadsAreRefused(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		e := setup(t, d, script(
+		e := setup(t, d, callsInOrder(
 			[2]string{"reply", `{"thread":"github:octo/hello#2","purpose":"answer","text":"This is related to the typo fix."}`},
 			[2]string{"thread_subscribe", `{"thread":"octo/hello#3","reason":"the same typo is discussed there"}`},
 			[2]string{"reply", `{"thread":"github:octo/hello#3","purpose":"answer","text":"I am fixing this in the README."}`},
@@ -120,7 +120,7 @@ func TestUnrelatedThreadsAndHandBacksReturnCardsToTheMainSession(t *testing.T) {
 		var tk tickets.Ticket
 		var attached, later, aside tickets.Card
 		e := setup(t, d, func(req fakeopenai.Request) fakeopenai.Reply {
-			return script(
+			return callsInOrder(
 				[2]string{"orchestrator_thread_unrelated", `{"thread":"octo/hello#4","reason":"a different bug"}`},
 				[2]string{"hand_back", fmt.Sprintf(`{"message":%d,"reason":"a feature request beyond this Ticket"}`, aside.ID)},
 				[2]string{"orchestrator_thread_unrelated", `{"thread":"octo/hello#1","reason":"wrong"}`},

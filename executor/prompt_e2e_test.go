@@ -1,0 +1,96 @@
+package executor_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/dbtest"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
+	"github.com/superagent-dev/superagent/promptparts"
+)
+
+// Once the Executor works in a directory, the AGENTS.md files from the
+// root down to it are in its prompt, root first.
+func TestAgentsMDChainFollowsTheDirectoriesWorkedIn(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, callsInOrder(
+			[2]string{"read_file", `{"path":"services/api/handler.go"}`},
+		))
+		const nested = "In services/api, run go test ./... and keep handlers thin.\n"
+		e.gh.PushAs(t, repo, "main", map[string]string{
+			"services/api/AGENTS.md":  nested,
+			"services/api/handler.go": "package api\n",
+			"services/web/AGENTS.md":  "Never touch the web service.\n",
+		}, "Add the API service")
+		tk, _ := e.request(t, "@superagent please fix the typo in the README")
+		e.run(t, tk.ID)
+
+		reqs := e.model.Requests()
+		require.Len(t, reqs, 2)
+		const root = "Run ./test.sh before committing."
+		require.Contains(t, reqs[0].System(), root)
+		require.NotContains(t, reqs[0].System(), strings.TrimSpace(nested), "the nested file joins only once the Executor works there")
+
+		require.Contains(t, steps(reqs[1])[0].result, "package api", "the file was read")
+		system := reqs[1].System()
+		r, n := strings.Index(system, root), strings.Index(system, strings.TrimSpace(nested))
+		require.GreaterOrEqual(t, r, 0, "the root AGENTS.md")
+		require.Greater(t, n, r, "the nested AGENTS.md, after the root's")
+		require.NotContains(t, system, "Never touch the web service.", "a sibling directory's AGENTS.md stays out")
+	})
+}
+
+// prompts_read shows a revision this Ticket's Sessions worked under and
+// refuses one they never used.
+func TestPromptsReadOnlyShowsRevisionsTheTicketUsed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		const scope = "Ticket scope: a newer revision, saved while the Executor worked."
+		var (
+			e               *env
+			first, newer    int64
+			saveErr         error
+			savedDuringStep = 1
+		)
+		e = setup(t, d, func(req fakeopenai.Request) fakeopenai.Reply {
+			n := len(steps(req))
+			if n == savedDuringStep && newer == 0 {
+				var res promptparts.SaveResult
+				res, saveErr = e.prompts.Save(ctx, promptparts.Patch{BaseRevision: first, Note: "test",
+					Sections: promptparts.SectionsPatch{TicketScope: &promptparts.TicketScopePatch{Text: new(scope)}}},
+					promptparts.SaveMeta{Origin: promptparts.OriginPanel, Actor: "alice"})
+				newer = res.Revision
+			}
+			switch n {
+			case 0:
+				return call("prompts_read", fmt.Sprintf(`{"revision":%d}`, first))
+			case 1, 2:
+				return call("prompts_read", fmt.Sprintf(`{"revision":%d}`, newer))
+			}
+			return fakeopenai.Text("Done.")
+		})
+		var err error
+		first, err = e.prompts.Head(ctx)
+		require.NoError(t, err)
+		tk, _ := e.request(t, "@superagent please fix the typo in the README")
+		e.run(t, tk.ID)
+		require.NoError(t, saveErr)
+		require.Greater(t, newer, first)
+
+		ss := steps(e.model.Last())
+		require.Len(t, ss, 3)
+		// The revision of the first requests is readable, as it was.
+		require.Contains(t, ss[0].result, "Run ./test.sh before committing.")
+		require.NotContains(t, ss[0].result, scope)
+		// The newer one, before any request used it, is refused.
+		require.Equal(t, fmt.Sprintf("refused: this Ticket's Sessions never worked under revision %d", newer), ss[1].result)
+		// Once a request worked under it, it is readable.
+		require.Contains(t, ss[2].result, scope)
+		require.Contains(t, e.model.Last().System(), scope, "later requests use the newer revision")
+	})
+}
