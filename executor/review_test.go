@@ -61,6 +61,9 @@ func TestReviewCommentFixedIsResolvedWithoutAReply(t *testing.T) {
 		require.Len(t, threads[0].Comments, 1, "no reply was posted")
 		require.Equal(t, id, threads[0].Comments[0].ID)
 		require.Empty(t, e.modelCalls("review_reply"))
+		for _, cm := range e.gh.Comments() {
+			require.NotEqual(t, pr, cm.Number, "nor a comment on the pull request: %s", cm.Body)
+		}
 
 		head := e.pull(t, pr).HeadSHA
 		require.NotEqual(t, before, head, "the fix was pushed to the pull request's branch")
