@@ -154,9 +154,13 @@ func graphQLURL(rest string) string {
 	return rest + "/graphql"
 }
 
-// Register adds the Executor's worker for orchestrator.ExecuteArgs to q.
+// Register adds the Executor's worker for orchestrator.ExecuteArgs to q,
+// and the watchdog that restarts Executors whose process died, every
+// LeaseTTL.
 func (e *Executor) Register(q *queue.Queue) {
 	queue.AddWorker(q, &Worker{e: e})
+	queue.AddWorker(q, &Watchdog{e: e})
+	queue.AddPeriodic(q, e.cfg.LeaseTTL, WatchArgs{})
 }
 
 // Sessions is the Executor Sessions' runtime, for reading transcripts.

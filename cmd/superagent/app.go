@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/superagent-dev/superagent/admin"
+	"github.com/superagent-dev/superagent/executor"
+	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/githubapp"
@@ -67,6 +70,9 @@ type app struct {
 	// orchestrator is nil when no model is configured: cards then wait as
 	// candidates until a model is set and the service restarted.
 	orchestrator *orchestrator.Orchestrator
+	// executor runs the Tickets' Executor Sessions; nil with the
+	// orchestrator.
+	executor *executor.Executor
 }
 
 func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (*app, error) {
@@ -160,7 +166,48 @@ func (a *app) buildOrchestrator(cfg *config) error {
 	}
 	a.orchestrator.Register(a.queue)
 	a.webhooks.AddHook(a.orchestrator)
+	return a.buildExecutor(cfg, env)
+}
+
+// buildExecutor wires the Executor Sessions on the executor model, with
+// their workspaces and command sandbox under the data directory.
+func (a *app) buildExecutor(cfg *config, env []promptparts.Var) error {
+	m, err := model.New(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.Model})
+	if err != nil {
+		return err
+	}
+	if cfg.Sandbox == workspace.SandboxNone {
+		a.logger.Warn("SUPERAGENT_SANDBOX=none: the Executors' commands run without isolation and can read this process's files; use only for development")
+	}
+	ws, err := workspace.NewManager(workspace.Config{Root: filepath.Join(cfg.DataDir, "workspaces"), Sandbox: cfg.Sandbox,
+		Network: cfg.SandboxNetwork, ExtraReadOnly: cfg.SandboxReadOnly})
+	if err != nil {
+		return &settingError{"SUPERAGENT_SANDBOX", err.Error() + " (install bubblewrap, or set SUPERAGENT_SANDBOX=none for development only)"}
+	}
+	a.executor, err = executor.New(executor.Config{
+		Session:     session.Config{MaxWallTime: cfg.ExecutorWallTime, TokenBudget: cfg.TicketBudget},
+		LeaseTTL:    cfg.ExecutorLease,
+		ReviewBots:  cfg.ReviewBots,
+		Environment: env,
+		Logger:      a.logger,
+	}, executor.Deps{
+		DB: a.db, Tickets: a.tickets, Orchestrator: a.orchestrator, Prompts: a.prompts, Model: m, Scrubber: cfg.scrub,
+		Workspaces: ws, GitHub: a.github, Feishu: a.feishu,
+	})
+	if err != nil {
+		return err
+	}
+	a.executor.Register(a.queue)
 	return nil
+}
+
+// pauser pauses and resumes Tickets for the panel and the API; with the
+// orchestrator, pauses are confirmed and a resume wakes the Executor.
+func (a *app) pauser() *tickets.Pauser {
+	if a.orchestrator == nil {
+		return tickets.NewPauser(a.db, a.tickets)
+	}
+	return tickets.NewPauser(a.db, a.tickets, a.orchestrator)
 }
 
 // serve runs one process: workers always, and with withHTTP the HTTP server
@@ -258,7 +305,7 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie}, a.db, a.prompts, admin.Deps{
 		Tickets:  a.tickets,
 		Sessions: a.sessions,
-		Pauser:   tickets.NewPauser(a.db, a.tickets),
+		Pauser:   a.pauser(),
 	})
 	if err != nil {
 		return nil, err
@@ -274,7 +321,7 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	a.prompts.Routes(hs.API)
 	a.webhooks.Routes(hs.Root)
 	a.webhooks.APIRoutes(hs.API)
-	tickets.NewAPI(a.db, a.tickets, a.sessions, a.logger).Routes(hs.API)
+	tickets.NewAPI(a.db, a.tickets, a.sessions, a.logger).WithPauser(a.pauser()).Routes(hs.API)
 	panel.Routes(hs.Root)
 	return &http.Server{
 		Handler:           hs,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/internal/setup"
@@ -49,6 +50,14 @@ type config struct {
 	AdminGitHubLogins    []string
 	AdminFeishuIDs       []string
 	RoutingDebounce      time.Duration
+
+	Sandbox          workspace.SandboxMode
+	SandboxNetwork   bool
+	SandboxReadOnly  []string
+	ExecutorWallTime time.Duration
+	ExecutorLease    time.Duration
+	TicketBudget     int64
+	ReviewBots       []string
 
 	LogLevel        slog.Level
 	SecureCookie    bool
@@ -100,6 +109,9 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		FeishuAllowedMembers:    list(getenv("SUPERAGENT_FEISHU_ALLOWED_MEMBERS")),
 		AdminGitHubLogins:       list(getenv("SUPERAGENT_ADMIN_GITHUB_LOGINS")),
 		AdminFeishuIDs:          list(getenv("SUPERAGENT_ADMIN_FEISHU_IDS")),
+		Sandbox:                 workspace.SandboxMode(or(getenv("SUPERAGENT_SANDBOX"), string(workspace.SandboxBwrap))),
+		SandboxReadOnly:         list(getenv("SUPERAGENT_SANDBOX_READONLY")),
+		ReviewBots:              list(getenv("SUPERAGENT_REVIEW_BOTS")),
 	}
 	if c.RouterModel == "" {
 		c.RouterModel = c.Model
@@ -166,6 +178,50 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		func() (err error) {
 			c.RescueAfter, err = parseDuration("SUPERAGENT_JOB_RESCUE_AFTER", getenv("SUPERAGENT_JOB_RESCUE_AFTER"), time.Hour)
 			return err
+		},
+		func() error {
+			if c.Sandbox != workspace.SandboxBwrap && c.Sandbox != workspace.SandboxNone {
+				return &settingError{"SUPERAGENT_SANDBOX", fmt.Sprintf("must be bwrap or none, got %q", c.Sandbox)}
+			}
+			return nil
+		},
+		func() error {
+			switch v := getenv("SUPERAGENT_SANDBOX_NETWORK"); v {
+			case "", "off", "false", "0":
+			case "on", "true", "1":
+				c.SandboxNetwork = true
+			default:
+				return &settingError{"SUPERAGENT_SANDBOX_NETWORK", fmt.Sprintf("must be on or off, got %q", v)}
+			}
+			return nil
+		},
+		func() error {
+			for _, p := range c.SandboxReadOnly {
+				if !strings.HasPrefix(p, "/") {
+					return &settingError{"SUPERAGENT_SANDBOX_READONLY", fmt.Sprintf("%q is not an absolute path", p)}
+				}
+			}
+			return nil
+		},
+		func() (err error) {
+			c.ExecutorWallTime, err = parseDuration("SUPERAGENT_EXECUTOR_WALL_TIME", getenv("SUPERAGENT_EXECUTOR_WALL_TIME"), 2*time.Hour)
+			return err
+		},
+		func() (err error) {
+			c.ExecutorLease, err = parseDuration("SUPERAGENT_EXECUTOR_LEASE", getenv("SUPERAGENT_EXECUTOR_LEASE"), 2*time.Minute)
+			return err
+		},
+		func() error {
+			v := getenv("SUPERAGENT_TICKET_TOKEN_BUDGET")
+			if v == "" {
+				return nil
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return &settingError{"SUPERAGENT_TICKET_TOKEN_BUDGET", fmt.Sprintf("must be a number of tokens (0 for none), got %q", v)}
+			}
+			c.TicketBudget = n
+			return nil
 		},
 	}
 	for _, check := range checks {

@@ -67,9 +67,11 @@ type Queue struct {
 	d       *db.DB
 	cfg     Config
 	workers *river.Workers
-	pg      *river.Client[pgx.Tx]
-	lite    *river.Client[*sql.Tx]
-	metrics *metrics
+	// periodic are the jobs River's leader enqueues on a schedule.
+	periodic []*river.PeriodicJob
+	pg       *river.Client[pgx.Tx]
+	lite     *river.Client[*sql.Tx]
+	metrics  *metrics
 }
 
 // ErrNotInitialized is returned when a job is inserted before Init.
@@ -92,6 +94,13 @@ func AddWorker[T river.JobArgs](q *Queue, w river.Worker[T]) {
 	river.AddWorker(q.workers, w)
 }
 
+// AddPeriodic has River enqueue args every interval (and once at start),
+// from whichever process leads. It must be called before Init.
+func AddPeriodic(q *Queue, interval time.Duration, args river.JobArgs) {
+	q.periodic = append(q.periodic, river.NewPeriodicJob(river.PeriodicInterval(interval),
+		func() (river.JobArgs, *river.InsertOpts) { return args, nil }, &river.PeriodicJobOpts{RunOnStart: true}))
+}
+
 // ID is the name this process gives River.
 func (q *Queue) ID() string { return q.cfg.ID }
 
@@ -110,6 +119,7 @@ func (q *Queue) Init() error {
 		// An insert-only client may enqueue kinds it has no worker for.
 		rc.Workers = nil
 	} else {
+		rc.PeriodicJobs = q.periodic
 		rc.Queues = map[string]river.QueueConfig{
 			Ingestion:   {MaxWorkers: cmpOr(q.cfg.Ingestion, 8)},
 			Routing:     {MaxWorkers: cmpOr(q.cfg.Routing, 1)},

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
+	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/webhooks"
+)
+
+const helloRepo = "Codertocat/Hello-World"
+
+// TestRequestBecomesAPullRequestAcrossAKill follows a request through the
+// real binary: a signed issue_comment becomes a card, the main Session
+// (the fake model, as router-model) makes it a Ticket, and the Executor
+// (the fake model, as executor-model) fixes the README in a clone of a
+// real git repository, tests, commits, pushes and opens a draft pull
+// request. The process is killed right after GitHub created the pull
+// request but before the process read the answer; a new process resumes
+// the work: one pull request, one confirmation, one result.
+func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("bwrap is not installed")
+	}
+	databases(t, func(t *testing.T, dbURL string) {
+		gh := fakegithub.New(t)
+		bare := gh.AddRepo(t, helloRepo, "main", map[string]string{
+			"README.md": "# Hello World\n\nThis projetc says hello.\n",
+			"test.sh":   "#!/bin/sh\nif grep -q projetc README.md; then echo 'typo still there'; exit 1; fi\necho ok\n",
+		})
+		gh.SetPermission(helloRepo, "Codertocat", "write")
+
+		// GitHub's API is reached through a proxy that, once GitHub has
+		// created the pull request, holds the answer back and lets the test
+		// kill the process: the write landed, the process never saw it.
+		created := make(chan struct{})
+		var once sync.Once
+		upstream, err := url.Parse(gh.URL)
+		require.NoError(t, err)
+		rp := httputil.NewSingleHostReverseProxy(upstream)
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost || r.URL.Path != "/repos/"+helloRepo+"/pulls" {
+				rp.ServeHTTP(w, r)
+				return
+			}
+			first := false
+			once.Do(func() { first = true })
+			if !first {
+				rp.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			rp.ServeHTTP(rec, r)
+			close(created)
+			<-r.Context().Done()
+		}))
+		t.Cleanup(proxy.Close)
+
+		model := fakeopenai.New(t)
+		model.Fallback(fakeopenai.Respond(func(req fakeopenai.Request) fakeopenai.Reply {
+			if req.Model == "router-model" {
+				return router(req)
+			}
+			return readmeFixer(req)
+		}))
+
+		const secret, token, modelKey = "executor-webhook-secret", "executor-admin-token-0123456789", "sk-test-executor-key-0001"
+		dataDir := t.TempDir()
+		env := func() map[string]string {
+			return map[string]string{
+				"SUPERAGENT_ADDR":                  freeAddr(t),
+				"SUPERAGENT_DATA_DIR":              dataDir,
+				"SUPERAGENT_DATABASE_URL":          dbURL,
+				"SUPERAGENT_ADMIN_TOKEN":           token,
+				"SUPERAGENT_GITHUB_APP_ID":         fmt.Sprint(gh.AppID),
+				"SUPERAGENT_GITHUB_PRIVATE_KEY":    string(gh.PrivateKey()),
+				"SUPERAGENT_GITHUB_API_URL":        proxy.URL,
+				"SUPERAGENT_GITHUB_WEBHOOK_SECRET": secret,
+				"SUPERAGENT_MODEL_BASE_URL":        model.URL(),
+				"SUPERAGENT_MODEL_API_KEY":         modelKey,
+				"SUPERAGENT_MODEL":                 "executor-model",
+				"SUPERAGENT_ROUTER_MODEL":          "router-model",
+				"SUPERAGENT_ROUTING_DEBOUNCE":      "100ms",
+				"SUPERAGENT_JOB_RESCUE_AFTER":      "5s",
+				"SUPERAGENT_EXECUTOR_LEASE":        "3s",
+			}
+		}
+		t.Cleanup(func() {
+			if !t.Failed() {
+				return
+			}
+			rows, err := openDB(t, dbURL).Query(context.Background(), `SELECT id, kind, state, attempt, CAST(errors AS TEXT) FROM river_job ORDER BY id`)
+			if err != nil {
+				t.Logf("reading jobs: %v", err)
+				return
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var (
+					id, attempt       int64
+					kind, state, errs string
+				)
+				_ = rows.Scan(&id, &kind, &state, &attempt, &errs)
+				t.Logf("job %d %s %s attempt %d errors %s", id, kind, state, attempt, tail(errs, 3))
+			}
+			for i, r := range model.Requests() {
+				t.Logf("model request %d (%s): %s", i, r.Model, tail(r.LastMessage().Content, 3))
+			}
+		})
+		first := start(t, "serve-1", env(), "serve")
+		first.waitHTTP("/readyz", 30*time.Second)
+		deliver := func(p *proc, event, guid string, body []byte) {
+			req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+p.addr+"/webhooks/github", bytes.NewReader(body))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-GitHub-Event", event)
+			req.Header.Set("X-GitHub-Delivery", guid)
+			req.Header.Set("X-Hub-Signature-256", webhooks.Sign(secret, body))
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			require.Equal(t, http.StatusAccepted, resp.StatusCode)
+		}
+		installation, err := os.ReadFile(filepath.Join("testdata", "installation.created.json"))
+		require.NoError(t, err)
+		deliver(first, "installation", "exec-install", installation)
+		waitFor(t, 30*time.Second, "the installation to be recorded", func() bool {
+			var n int
+			require.NoError(t, openDB(t, dbURL).QueryRow(context.Background(), "SELECT count(*) FROM github_repositories WHERE full_name = $1", helloRepo).Scan(&n))
+			return n == 1
+		})
+		var payload map[string]any
+		raw, err := os.ReadFile(filepath.Join("testdata", "issue_comment.created.json"))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(raw, &payload))
+		payload["installation"] = map[string]any{"id": 957387}
+		payload["comment"].(map[string]any)["body"] = "@superagent please fix the typo in the README"
+		body, err := json.Marshal(payload)
+		require.NoError(t, err)
+		deliver(first, "issue_comment", "exec-1", body)
+
+		select {
+		case <-created:
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("the Executor never opened the pull request; model requests: %d", len(model.Requests()))
+		}
+		require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
+		<-first.done
+		require.Len(t, gh.PullRequests(helloRepo), 1, "GitHub has the pull request the dead process never heard of")
+
+		second := start(t, "serve-2", env(), "serve")
+		second.waitHTTP("/readyz", 30*time.Second)
+		var ticket struct {
+			ID    int64  `json:"id"`
+			State string `json:"state"`
+			PR    int    `json:"pull_request"`
+		}
+		waitFor(t, 3*time.Minute, "the resumed Ticket to be done", func() bool {
+			var list struct {
+				Tickets []json.RawMessage `json:"tickets"`
+			}
+			getJSON(t, "http://"+second.addr+"/api/tickets", token, &list)
+			if len(list.Tickets) != 1 {
+				return false
+			}
+			require.NoError(t, json.Unmarshal(list.Tickets[0], &ticket))
+			return ticket.State == "done"
+		})
+
+		prs := gh.PullRequests(helloRepo)
+		require.Len(t, prs, 1, "no second pull request after the kill")
+		require.True(t, prs[0].Draft)
+		require.Equal(t, prs[0].Number, ticket.PR)
+		branch := prs[0].Head
+		out, err := exec.Command("git", "--git-dir", bare, "show", branch+":README.md").CombinedOutput()
+		require.NoError(t, err, string(out))
+		require.Contains(t, string(out), "This project says hello.")
+
+		var confirms, results int
+		for _, c := range gh.Comments() {
+			if !strings.HasPrefix(c.Body, orchestrator.DefaultAgentLine+"\n\n") {
+				continue
+			}
+			switch {
+			case strings.Contains(c.Body, "I will fix the misspelled word"):
+				confirms++
+			case strings.Contains(c.Body, "draft pull request"):
+				results++
+			}
+		}
+		require.Equal(t, 1, confirms, "one confirmation, with the agent line")
+		require.Equal(t, 1, results, "one result, with the agent line")
+		eyes := 0
+		for _, r := range gh.Reactions() {
+			if r.Content == "eyes" {
+				eyes++
+			}
+		}
+		require.Equal(t, 1, eyes, "one acknowledgement")
+
+		// No token reached the model, a transcript or a log.
+		tokenLike := regexp.MustCompile(`ghs_fake[0-9_]+`)
+		var transcript strings.Builder
+		rows, err := openDB(t, dbURL).Query(context.Background(), `SELECT content || reasoning || tool_calls FROM session_messages`)
+		require.NoError(t, err)
+		for rows.Next() {
+			var s string
+			require.NoError(t, rows.Scan(&s))
+			transcript.WriteString(s)
+		}
+		require.NoError(t, rows.Err())
+		rows.Close()
+		for _, r := range model.Requests() {
+			transcript.WriteString(r.Text() + r.System())
+		}
+		require.Empty(t, tokenLike.FindAllString(transcript.String(), -1))
+		for _, p := range []*proc{first, second} {
+			require.Empty(t, tokenLike.FindAllString(p.stderr.String()+p.stdout.String(), -1), p.name)
+			require.NotContains(t, p.stderr.String(), modelKey, p.name)
+		}
+		require.Positive(t, gh.TokensIssued())
+
+		code, _ := second.stop(10 * time.Second)
+		require.Equal(t, 0, code)
+	})
+}
+
+var candidateCard = regexp.MustCompile(`(?m)^card ([0-9]+) · `)
+
+// router plays the main Session: every candidate it is shown becomes a
+// new Ticket in the repository; anything else is acknowledged.
+func router(req fakeopenai.Request) fakeopenai.Reply {
+	last := req.LastMessage()
+	if last.Role != "user" {
+		return fakeopenai.Text("Nothing else to route.")
+	}
+	var decisions []map[string]any
+	chunks := candidateCard.FindAllStringSubmatchIndex(last.Content, -1)
+	for i, m := range chunks {
+		end := len(last.Content)
+		if i+1 < len(chunks) {
+			end = chunks[i+1][0]
+		}
+		if strings.Contains(last.Content[m[0]:end], "\nstate: candidate") {
+			var id int64
+			_, _ = fmt.Sscan(last.Content[m[2]:m[3]], &id)
+			decisions = append(decisions, map[string]any{"candidate": id, "action": "new", "title": "Fix the README typo", "repo": helloRepo,
+				"note": "explicit request from a writer"})
+		}
+	}
+	if len(decisions) == 0 {
+		return fakeopenai.Text("Noted.")
+	}
+	args, _ := json.Marshal(map[string]any{"decisions": decisions})
+	return fakeopenai.Calls(fakeopenai.Call("", "orchestrator_route", string(args)))
+}
+
+// readmeFixer plays the Executor, deciding each step from the results it
+// has read, so a resumed conversation continues where it stopped.
+func readmeFixer(req fakeopenai.Request) fakeopenai.Reply {
+	results := map[string]int{}
+	byID := map[string]string{}
+	card := "0"
+	for _, m := range req.Messages {
+		if m.Role == "user" && card == "0" {
+			if c := candidateCard.FindStringSubmatch(m.Content); c != nil {
+				card = c[1]
+			}
+		}
+		for _, c := range m.ToolCalls {
+			byID[c.ID] = c.Name
+		}
+		if m.Role == "tool" && !strings.HasPrefix(m.Content, "refused") && !strings.HasPrefix(m.Content, "error") &&
+			!strings.Contains(m.Content, "interrupted") {
+			results[byID[m.ToolCallID]]++
+		}
+	}
+	call := func(name, args string) fakeopenai.Reply {
+		return fakeopenai.Calls(fakeopenai.Call("", name, args))
+	}
+	switch {
+	case results["reply"] == 0:
+		return call("reply", `{"purpose":"confirm","in_reply_to":`+card+`,"text":"I will fix the misspelled word in README.md and open a pull request with the change."}`)
+	case results["edit_file"] == 0:
+		return call("edit_file", `{"path":"README.md","old_text":"projetc","new_text":"project"}`)
+	case results["run_command"] == 0:
+		return call("run_command", `{"command":"sh test.sh","timeout_seconds":30}`)
+	case results["git_commit"] == 0:
+		return call("git_commit", `{"message":"Fix a typo in the README"}`)
+	case results["git_push"] == 0:
+		return call("git_push", `{}`)
+	case results["pr_open"] == 0:
+		return call("pr_open", `{"title":"Fix a typo in the README","body":"Fixes the misspelled word. Verified with ./test.sh (exit 0)."}`)
+	case results["reply"] < 2:
+		return call("reply", `{"purpose":"result","in_reply_to":`+card+`,"text":"The fix is in a draft pull request; ./test.sh passes."}`)
+	case results["report"] == 0:
+		return call("report", `{"state":"done","summary":"Fixed the README typo in a draft pull request; verified with ./test.sh, which passes."}`)
+	}
+	return fakeopenai.Text("Done.")
+}
