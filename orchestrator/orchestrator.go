@@ -29,9 +29,12 @@ type Config struct {
 	// MaxCandidates is the number of candidates appended to the Session at
 	// once; more wait for the next batch of the same turn. Default 30.
 	MaxCandidates int
-	// TurnTimeout bounds one turn job; the lease outlives it by a minute.
-	// Default 10 minutes.
+	// TurnTimeout bounds one turn job. Default 10 minutes.
 	TurnTimeout time.Duration
+	// LeaseTTL is how long the turn's lease lasts unless renewed; a running
+	// turn renews it every third of that, so a turn whose process died
+	// frees the main Session after at most this long. Default 1 minute.
+	LeaseTTL time.Duration
 	// Gate says who may start work and who may save prompts.
 	Gate Gate
 	// BotLogin is how people address the bot in GitHub comments
@@ -86,6 +89,9 @@ func New(cfg Config, deps Deps) (*Orchestrator, error) {
 	if cfg.TurnTimeout <= 0 {
 		cfg.TurnTimeout = 10 * time.Minute
 	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = time.Minute
+	}
 	if cfg.BotLogin == "" {
 		cfg.BotLogin = "superagent"
 	}
@@ -130,6 +136,8 @@ func PromptSource(p *promptparts.Service, env []promptparts.Var) session.PromptS
 // ExecuteArgs is package executor's.
 func (o *Orchestrator) Register(q *queue.Queue) {
 	queue.AddWorker(q, &RouteWorker{o: o})
+	queue.AddWorker(q, &ReviveWorker{o: o})
+	queue.AddPeriodic(q, o.cfg.LeaseTTL, ReviveArgs{})
 }
 
 var _ tickets.Hook = (*Orchestrator)(nil)

@@ -306,3 +306,26 @@ func TestLeaseOfADeadTurnExpires(t *testing.T) {
 		require.Empty(t, holder, "the lease is released after the turn")
 	})
 }
+
+func TestReviveSchedulesATurnWhenTheTurnsProcessDied(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d, nil)
+		_, err := d.Exec(ctx, `INSERT INTO routing_state (name, holder, lease_until) VALUES ('main', 'job:live', $1)`, time.Now().UTC().Add(time.Minute))
+		require.NoError(t, err)
+		revived, err := e.o.Revive(ctx)
+		require.NoError(t, err)
+		require.False(t, revived, "a renewed lease is left alone")
+
+		_, err = d.Exec(ctx, `UPDATE routing_state SET lease_until = $1`, time.Now().UTC().Add(-time.Second))
+		require.NoError(t, err)
+		before := e.jobs(t, "route_turn")
+		revived, err = e.o.Revive(ctx)
+		require.NoError(t, err)
+		require.True(t, revived)
+		require.Equal(t, before+1, e.jobs(t, "route_turn"), "a turn is scheduled for what the dead turn left")
+		var holder string
+		require.NoError(t, d.QueryRow(ctx, `SELECT holder FROM routing_state`).Scan(&holder))
+		require.Empty(t, holder)
+	})
+}

@@ -64,6 +64,9 @@ func (o *Orchestrator) turn(ctx context.Context, holder string) (TurnResult, err
 		return res, ErrLeaseHeld
 	}
 	defer o.release(context.WithoutCancel(ctx), holder)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go o.heartbeat(ctx, cancel, holder)
 	sid, err := o.mainSession(ctx)
 	if err != nil {
 		return res, err
@@ -143,11 +146,38 @@ func (o *Orchestrator) acquire(ctx context.Context, holder string) (bool, error)
 	}
 	n, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET holder = $2, lease_until = $3
 WHERE name = $1 AND (holder = '' OR holder = $2 OR lease_until IS NULL OR lease_until < $4)`,
-		leaseName, holder, now.Add(o.cfg.TurnTimeout+time.Minute), now)
+		leaseName, holder, now.Add(o.cfg.LeaseTTL), now)
 	if err != nil {
 		return false, fmt.Errorf("taking the main Session lease: %w", err)
 	}
 	return n == 1, nil
+}
+
+// errLeaseLost ends a turn whose lease another holder took over.
+var errLeaseLost = errors.New("the main Session lease was lost")
+
+// heartbeat renews the turn's lease until ctx ends; a lease lost to
+// another holder cancels the turn.
+func (o *Orchestrator) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, holder string) {
+	t := time.NewTicker(o.cfg.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET lease_until = $3 WHERE name = $1 AND holder = $2`,
+				leaseName, holder, o.cfg.Now().UTC().Add(o.cfg.LeaseTTL))
+			if err != nil {
+				o.cfg.Logger.Error("renewing the main Session lease", "error", err)
+				continue
+			}
+			if n == 0 {
+				cancel(errLeaseLost)
+				return
+			}
+		}
+	}
 }
 
 func (o *Orchestrator) release(ctx context.Context, holder string) {
@@ -306,3 +336,24 @@ func (o *Orchestrator) remind(ctx context.Context, sid int64, ids []int64) (bool
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Revive frees the main Session's lease when its holder stopped renewing
+// it (its process died) and schedules a turn, so what the dead turn left
+// waiting is routed. It reports whether it did.
+func (o *Orchestrator) Revive(ctx context.Context) (bool, error) {
+	revived := false
+	err := o.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+		n, err := tx.Exec(ctx, `UPDATE routing_state SET holder = '', lease_until = NULL
+WHERE name = $1 AND holder <> '' AND lease_until < $2`, leaseName, o.cfg.Now().UTC())
+		if err != nil || n == 0 {
+			return err
+		}
+		revived = true
+		o.cfg.Logger.Warn("restarting the main Session: the process running its turn stopped renewing the lease")
+		return o.ScheduleTurn(ctx, tx)
+	})
+	if err != nil {
+		return false, fmt.Errorf("reviving the main Session: %w", err)
+	}
+	return revived, nil
+}

@@ -64,3 +64,31 @@ func (ExecuteArgs) Kind() string { return "execute_ticket" }
 
 // InsertOpts puts Executors on the execution queue.
 func (ExecuteArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue.Execution} }
+
+// ReviveArgs is the periodic job that restarts the main Session when the
+// process running its turn died: River itself would wait for the turn's
+// timeout, the lease tells much sooner.
+type ReviveArgs struct{}
+
+// Kind names the job.
+func (ReviveArgs) Kind() string { return "route_watchdog" }
+
+// InsertOpts puts it on the maintenance queue, once at a time.
+func (ReviveArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queue.Maintenance, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+// ReviveWorker works ReviveArgs.
+type ReviveWorker struct {
+	river.WorkerDefaults[ReviveArgs]
+	o *Orchestrator
+}
+
+// Timeout bounds one check.
+func (w *ReviveWorker) Timeout(*river.Job[ReviveArgs]) time.Duration { return time.Minute }
+
+// Work revives the main Session if its lease lapsed.
+func (w *ReviveWorker) Work(ctx context.Context, _ *river.Job[ReviveArgs]) error {
+	_, err := w.o.Revive(ctx)
+	return err
+}
