@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
 #
-# superagent as a small static image that runs as a non-root user.
+# superagent as a small image that runs as a non-root user. The binary is
+# static; the image adds what the Executors need: git (clone, commit, push)
+# and bubblewrap (the sandbox the model's commands run in).
 #
 #   docker build --build-arg VERSION="$(git describe --tags --always --dirty)" -t superagent .
 #   docker run -p 8080:8080 -v superagent-data:/data superagent            # serve
@@ -22,7 +24,11 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 # volume mounted on /data is writable.
 RUN mkdir -p /out/data
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git bubblewrap ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 65532 nonroot && useradd --uid 65532 --gid 65532 --no-create-home --shell /usr/sbin/nologin nonroot
 COPY --from=build /out/superagent /usr/local/bin/superagent
 COPY --from=build --chown=65532:65532 /out/data /data
 ENV SUPERAGENT_DATA_DIR=/data \
@@ -30,5 +36,7 @@ ENV SUPERAGENT_DATA_DIR=/data \
 VOLUME ["/data"]
 USER 65532:65532
 EXPOSE 8080
+# bubblewrap needs unprivileged user namespaces: see docs/operations.md
+# ("The command sandbox") for the container runtime settings.
 ENTRYPOINT ["/usr/local/bin/superagent"]
 CMD ["serve"]

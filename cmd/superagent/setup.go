@@ -84,6 +84,7 @@ func doctorCommand(ctx context.Context, cfg *config, stdout io.Writer) int {
 		ModelAPIKey:             cfg.ModelAPIKey,
 		Model:                   cfg.Model,
 		RouterModel:             cfg.RouterModel,
+		Sandbox:                 string(cfg.Sandbox),
 	}, stdout)
 	if failed > 0 {
 		return 1

@@ -43,6 +43,8 @@ type Config struct {
 	Model        string // SUPERAGENT_MODEL
 	RouterModel  string // SUPERAGENT_ROUTER_MODEL; default Model
 
+	Sandbox string // SUPERAGENT_SANDBOX; default "bwrap"
+
 	// Timeout bounds each check. Default 15 seconds.
 	Timeout time.Duration
 	// HTTPClient carries the calls to GitHub, Feishu and the model.
@@ -119,6 +121,7 @@ func Check(ctx context.Context, cfg Config) []Result {
 		{"GitHub App", d.githubApp},
 		{"Feishu app", d.feishuApp},
 		{"model", d.model(cfg.Model)},
+		{"sandbox", d.sandbox},
 	}
 	if cfg.RouterModel != cfg.Model {
 		checks = append(checks, struct {

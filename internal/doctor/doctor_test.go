@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -352,4 +353,37 @@ func closedURL(t *testing.T) string {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close()
 	return srv.URL
+}
+
+func TestSandbox(t *testing.T) {
+	e := setup(t)
+	t.Run("bubblewrap", func(t *testing.T) {
+		if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
+			t.Skip("bwrap is not installed")
+		}
+		results, _, _ := run(t, e.cfg)
+		requireResult(t, results, "sandbox", doctor.OK, "git and the bubblewrap sandbox work", "")
+	})
+	t.Run("turned off", func(t *testing.T) {
+		cfg := e.cfg
+		cfg.Sandbox = "none"
+		results, _, _ := run(t, cfg)
+		requireResult(t, results, "sandbox", doctor.Warn, "without isolation", "SUPERAGENT_SANDBOX=bwrap")
+	})
+	t.Run("bubblewrap missing", func(t *testing.T) {
+		git, err := exec.LookPath("git")
+		require.NoError(t, err)
+		bin := t.TempDir()
+		require.NoError(t, os.Symlink(git, filepath.Join(bin, "git")))
+		t.Setenv("PATH", bin)
+		results, _, failed := run(t, e.cfg)
+		requireResult(t, results, "sandbox", doctor.Fail, "the command sandbox does not start", "apt-get install bubblewrap")
+		require.Positive(t, failed)
+	})
+	t.Run("no model, no Executor", func(t *testing.T) {
+		cfg := e.cfg
+		cfg.Model, cfg.RouterModel = "", ""
+		results, _, _ := run(t, cfg)
+		requireResult(t, results, "sandbox", doctor.Skip, "no model", "")
+	})
 }
