@@ -47,8 +47,9 @@ type Config struct {
 	// MaxBotRounds caps the rounds of review one automated reviewer gets
 	// per pull request. Default 3.
 	MaxBotRounds int
-	// MaxFixAttempts caps the fix attempts per head commit after a failed
-	// check. Default 3.
+	// MaxFixAttempts caps the fixes pushed after a check failed on the
+	// pull request: each further commit that fails a check uses one, and
+	// once they are used up git_push refuses. Default 3.
 	MaxFixAttempts int
 	// Environment is the deployment-wide part of the Environment section;
 	// each Ticket's facts follow it.

@@ -151,5 +151,5 @@ func (e *Executor) prMerge(ctx context.Context, call session.Call) (string, erro
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("merged %s#%d (%d changed lines, checks green, %d approvals)", t.Repo, t.PullNumber, facts.ChangedLines, facts.Approvals), nil
+	return fmt.Sprintf("merged %s#%d (%d changed lines, checks green, approving reviews: %d)", t.Repo, t.PullNumber, facts.ChangedLines, facts.Approvals), nil
 }

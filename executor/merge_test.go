@@ -114,7 +114,7 @@ func TestAutoMergeOnlyBelowTheThreshold(t *testing.T) {
 
 		merges = e.modelCalls("pr_merge")
 		require.Len(t, merges, 2)
-		require.Equal(t, "merged octo/hello#"+strconv.Itoa(pr)+" (2 changed lines, checks green, 1 approvals)", merges[1].result)
+		require.Equal(t, "merged octo/hello#"+strconv.Itoa(pr)+" (2 changed lines, checks green, approving reviews: 1)", merges[1].result)
 		merged := e.pull(t, pr)
 		require.True(t, merged.Merged)
 		require.Equal(t, "closed", merged.State)
