@@ -492,6 +492,11 @@ func (e *Executor) githubRead(ctx context.Context, call session.Call) (string, e
 		return "", err
 	}
 	if a.What == "card" {
+		if ok, err := e.received(ctx, e.deps.DB, call.TicketID, a.ID); err != nil {
+			return "", err
+		} else if !ok {
+			return "", session.Refuse("card %d is not one this Ticket received", a.ID)
+		}
 		text, err := e.deps.Tickets.FullText(ctx, e.deps.DB, a.ID)
 		if errors.Is(err, tickets.ErrNotFound) {
 			return "", session.Refuse("there is no card %d", a.ID)

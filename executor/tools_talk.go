@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -64,6 +65,16 @@ func (e *Executor) replyPlace(ctx context.Context, ticketID int64, a replyArgs) 
 	}
 	if key == "" {
 		return tickets.Thread{}, nil, session.Refuse("name the thread or the message (in_reply_to) the reply answers")
+	}
+	if strings.HasPrefix(key, "github:") {
+		t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, ticketID)
+		if err != nil {
+			return tickets.Thread{}, nil, err
+		}
+		repo, _, _ := strings.Cut(strings.TrimPrefix(key, "github:"), "#")
+		if !slices.ContainsFunc(t.Mandate.Repos, func(r string) bool { return strings.EqualFold(r, repo) }) {
+			return tickets.Thread{}, nil, session.Refuse("the Mandate does not name %s; the Ticket writes only in its repositories", repo)
+		}
 	}
 	followed, contextOnly, err := e.deps.Tickets.Follows(ctx, e.deps.DB, ticketID, key)
 	if err != nil {

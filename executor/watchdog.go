@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -35,10 +36,40 @@ type Watchdog struct {
 // Timeout bounds one sweep.
 func (w *Watchdog) Timeout(*river.Job[WatchArgs]) time.Duration { return time.Minute }
 
-// Work restarts the Executors whose lease lapsed.
+// Work restarts the Executors whose lease lapsed and removes this
+// machine's workspaces of Tickets that ended.
 func (w *Watchdog) Work(ctx context.Context, _ *river.Job[WatchArgs]) error {
-	_, err := w.e.Revive(ctx)
+	if _, err := w.e.Revive(ctx); err != nil {
+		return err
+	}
+	_, err := w.e.SweepWorkspaces(ctx)
 	return err
+}
+
+// SweepWorkspaces removes this machine's workspaces of Tickets that ended
+// (or no longer exist) while no Executor of theirs ran here, such as a
+// Ticket the main Session stopped. Each process calls it at start; the
+// watchdog calls it on the machine it runs on.
+func (e *Executor) SweepWorkspaces(ctx context.Context) (int, error) {
+	var lookupErr error
+	n, err := e.deps.Workspaces.Sweep(func(ticketID int64) bool {
+		t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, ticketID)
+		switch {
+		case errors.Is(err, tickets.ErrNotFound):
+			return false
+		case err != nil:
+			lookupErr = err
+			return true
+		}
+		return t.State != tickets.TicketDone && t.State != tickets.TicketCancelled
+	})
+	if err == nil {
+		err = lookupErr
+	}
+	if err != nil {
+		return n, fmt.Errorf("sweeping workspaces: %w", err)
+	}
+	return n, nil
 }
 
 // Revive frees the leases whose holder stopped renewing them (its process

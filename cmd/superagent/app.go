@@ -198,6 +198,11 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var) error {
 		return err
 	}
 	a.executor.Register(a.queue)
+	if n, err := a.executor.SweepWorkspaces(context.Background()); err != nil {
+		a.logger.Error("sweeping the workspaces of ended tickets", "error", err)
+	} else if n > 0 {
+		a.logger.Info("removed the workspaces of ended tickets", "count", n)
+	}
 	return nil
 }
 

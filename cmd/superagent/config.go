@@ -116,6 +116,9 @@ func loadConfig(getenv func(string) string) (*config, error) {
 	if c.RouterModel == "" {
 		c.RouterModel = c.Model
 	}
+	if c.Model == "" && c.RouterModel != "" {
+		return nil, &settingError{"SUPERAGENT_MODEL", "required when SUPERAGENT_ROUTER_MODEL is set: the Executors work the Tickets the main Session routes"}
+	}
 	if c.DatabaseURL == "" {
 		c.DatabaseURL = db.DefaultURL(c.DataDir)
 	}

@@ -48,6 +48,12 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		{"log level", "SUPERAGENT_LOG_LEVEL", "loud", `SUPERAGENT_LOG_LEVEL: must be debug, info, warn or error, got "loud"`},
 		{"shutdown", "SUPERAGENT_SHUTDOWN_TIMEOUT", "soon", `SUPERAGENT_SHUTDOWN_TIMEOUT: must be a positive duration such as 30s or 5m, got "soon"`},
 		{"short token", "SUPERAGENT_ADMIN_TOKEN", "short", "SUPERAGENT_ADMIN_TOKEN: must be at least 16 characters"},
+		{"router model alone", "SUPERAGENT_ROUTER_MODEL", "gpt-router", "SUPERAGENT_MODEL: required when SUPERAGENT_ROUTER_MODEL is set"},
+		{"sandbox", "SUPERAGENT_SANDBOX", "docker", `SUPERAGENT_SANDBOX: must be bwrap or none, got "docker"`},
+		{"sandbox network", "SUPERAGENT_SANDBOX_NETWORK", "maybe", `SUPERAGENT_SANDBOX_NETWORK: must be on or off, got "maybe"`},
+		{"sandbox paths", "SUPERAGENT_SANDBOX_READONLY", "usr/local/go", `SUPERAGENT_SANDBOX_READONLY: "usr/local/go" is not an absolute path`},
+		{"lease", "SUPERAGENT_EXECUTOR_LEASE", "-1s", "SUPERAGENT_EXECUTOR_LEASE: must be a positive duration"},
+		{"budget", "SUPERAGENT_TICKET_TOKEN_BUDGET", "lots", `SUPERAGENT_TICKET_TOKEN_BUDGET: must be a number of tokens (0 for none), got "lots"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
