@@ -20,6 +20,7 @@ import (
 	"github.com/superagent-dev/superagent/executor"
 	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/secret"
@@ -49,6 +50,7 @@ type env struct {
 	o       *orchestrator.Orchestrator
 	x       *executor.Executor
 	ghc     *githubapp.Client
+	fsc     *feishu.Client // nil unless a test sets up Feishu
 	scrub   *secret.Scrubber
 	dataDir string
 	bare    string
@@ -129,7 +131,7 @@ func (e *env) executor(t *testing.T) *executor.Executor {
 	logger := slog.New(secret.NewHandler(slog.NewTextHandler(e.logs, nil), e.scrub))
 	x, err := executor.New(executor.Config{Logger: logger, LeaseTTL: 3 * time.Second},
 		executor.Deps{DB: e.d, Tickets: e.store, Orchestrator: e.o, Prompts: e.prompts, Model: client, Scrubber: e.scrub,
-			Workspaces: ws, GitHub: e.ghc})
+			Workspaces: ws, GitHub: e.ghc, Feishu: e.fsc})
 	require.NoError(t, err)
 	return x
 }
