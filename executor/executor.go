@@ -159,10 +159,14 @@ func graphQLURL(rest string) string {
 // and the watchdog that restarts Executors whose process died, every
 // LeaseTTL.
 func (e *Executor) Register(q *queue.Queue) {
-	queue.AddWorker(q, &Worker{e: e})
+	queue.AddWorker(q, e.Worker())
 	queue.AddWorker(q, &Watchdog{e: e})
 	queue.AddPeriodic(q, e.cfg.LeaseTTL, WatchArgs{})
 }
+
+// Worker returns the worker Register adds, for a caller that runs jobs
+// itself.
+func (e *Executor) Worker() *Worker { return &Worker{e: e} }
 
 // Sessions is the Executor Sessions' runtime, for reading transcripts.
 func (e *Executor) Sessions() *session.Runtime { return e.sessions }

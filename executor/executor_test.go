@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -59,7 +60,12 @@ func TestTypoFixBecomesADraftPullRequest(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tickets.ReportDone, reports[len(reports)-1].State)
 		require.Contains(t, reports[len(reports)-1].Summary, "verified with ./test.sh")
-		require.Regexp(t, `Usage: [0-9]+ tokens .* over [0-9]+ model requests`, reports[len(reports)-1].Summary, "the final report states the Ticket's token use")
+		require.Regexp(t, `Usage: [0-9]+ tokens .* over [0-9]+ model requests in 1 Sessions; cost [0-9]+\.[0-9]{4}\.$`, reports[len(reports)-1].Summary,
+			"the final report states the Ticket's token use and cost")
+		totals, err := e.x.Sessions().Store().TicketTotals(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.Positive(t, totals.Usage.Cost)
+		require.Contains(t, reports[len(reports)-1].Summary, fmt.Sprintf("cost %.4f.", totals.Usage.Cost))
 
 		// The test ran in the sandbox and the model saw it pass.
 		var ran bool

@@ -120,6 +120,7 @@ VALUES (100, $1, $2, FALSE, TRUE, $3)`, installation, repo, time.Now().UTC())
 func (e *env) executor(t *testing.T) *executor.Executor {
 	t.Helper()
 	client, err := model.New(model.Config{BaseURL: e.model.URL(), APIKey: modelKey, Model: "executor",
+		Prices: map[string]model.Price{"executor": {Input: 1000, Output: 1000}},
 		Random: func() float64 { return 0 },
 		Sleep:  func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	require.NoError(t, err)

@@ -358,8 +358,12 @@ func (e *Executor) report(ctx context.Context, call session.Call) (string, error
 			return "", err
 		}
 		u := totals.Usage
-		summary += fmt.Sprintf("\n\nUsage: %d tokens (input %d, cache reads %d, cache writes %d, output %d) over %d model requests in %d Sessions; cost %.4f.",
-			u.Total(), u.Input, u.CacheRead, u.CacheWrite, u.Output, totals.Requests, totals.Sessions, u.Cost)
+		cost := fmt.Sprintf("cost %.4f", u.Cost)
+		if u.Cost == 0 && u.Total() > 0 {
+			cost = "cost unknown (no model price is configured)"
+		}
+		summary += fmt.Sprintf("\n\nUsage: %d tokens (input %d, cache reads %d, cache writes %d, output %d) over %d model requests in %d Sessions; %s.",
+			u.Total(), u.Input, u.CacheRead, u.CacheWrite, u.Output, totals.Requests, totals.Sessions, cost)
 	}
 	r := tickets.Report{TicketID: call.TicketID, SessionID: call.SessionID, State: a.State, Summary: summary,
 		HumanAction: strings.TrimSpace(a.HumanAction)}

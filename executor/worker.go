@@ -33,10 +33,40 @@ func (w *Worker) Timeout(*river.Job[orchestrator.ExecuteArgs]) time.Duration {
 func (w *Worker) Work(ctx context.Context, job *river.Job[orchestrator.ExecuteArgs]) error {
 	holder := fmt.Sprintf("job:%d:%d", job.ID, job.Attempt)
 	err := w.e.Execute(ctx, job.Args.TicketID, holder)
-	if errors.Is(err, ErrBusy) {
+	switch {
+	case errors.Is(err, ErrBusy):
 		return river.JobSnooze(w.e.cfg.Snooze)
+	case err != nil && job.Attempt >= maxAttempts && ctx.Err() == nil:
+		// Retrying has not helped (a repository that cannot be cloned, a
+		// model that keeps failing): a person hears of it, once.
+		if rerr := w.e.giveUp(context.WithoutCancel(ctx), job.Args.TicketID, err); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return river.JobCancel(err)
 	}
 	return err
+}
+
+// maxAttempts is how many times a failing Executor job runs (River backs
+// off between them, about 16 minutes in all) before it reports blocked.
+const maxAttempts = 5
+
+// giveUp reports the Ticket blocked by an error the Executor could not get
+// past.
+func (e *Executor) giveUp(ctx context.Context, ticketID int64, cause error) error {
+	msg := e.deps.Scrubber.Scrub(cause.Error())
+	if len(msg) > 500 {
+		msg = msg[:500] + "…"
+	}
+	e.cfg.Logger.Error("giving up on an executor job", "ticket", ticketID, "error", msg)
+	return e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+		if err := e.deps.Tickets.SetTicketState(ctx, tx, ticketID, tickets.TicketWaiting); err != nil && !errors.Is(err, tickets.ErrPaused) {
+			return err
+		}
+		_, err := e.deps.Orchestrator.Report(ctx, tx, tickets.Report{TicketID: ticketID, State: tickets.ReportBlocked,
+			Summary: fmt.Sprintf("The Executor failed %d times in a row and stopped: %s. A person must fix the cause; a new message in the Ticket's Threads starts it again.", maxAttempts, msg)})
+		return err
+	})
 }
 
 // ErrBusy is returned by Execute when another holder runs the Ticket's

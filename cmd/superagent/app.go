@@ -125,7 +125,8 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		a.logger.Warn("no model configured (SUPERAGENT_MODEL): routing is off; cards wait as candidates")
 		return nil
 	}
-	router, err := model.New(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.RouterModel})
+	router, err := model.New(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.RouterModel,
+		Prices: prices(cfg.RouterModel, cfg.RouterModelPrice)})
 	if err != nil {
 		return err
 	}
@@ -172,7 +173,8 @@ func (a *app) buildOrchestrator(cfg *config) error {
 // buildExecutor wires the Executor Sessions on the executor model, with
 // their workspaces and command sandbox under the data directory.
 func (a *app) buildExecutor(cfg *config, env []promptparts.Var) error {
-	m, err := model.New(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.Model})
+	m, err := model.New(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.Model,
+		Prices: prices(cfg.Model, cfg.ModelPrice)})
 	if err != nil {
 		return err
 	}
@@ -204,6 +206,14 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var) error {
 		a.logger.Info("removed the workspaces of ended tickets", "count", n)
 	}
 	return nil
+}
+
+// prices is the model client's price list: name's price, if configured.
+func prices(name string, p *model.Price) map[string]model.Price {
+	if p == nil {
+		return nil
+	}
+	return map[string]model.Price{name: *p}
 }
 
 // pauser pauses and resumes Tickets for the panel and the API; with the

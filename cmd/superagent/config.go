@@ -14,6 +14,7 @@ import (
 
 	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/internal/setup"
 )
@@ -43,6 +44,10 @@ type config struct {
 	ModelAPIKey  string
 	Model        string
 	RouterModel  string
+	// ModelPrice and RouterModelPrice price the models' tokens, for the
+	// cost in reports and the budgets; nil when not configured.
+	ModelPrice       *model.Price
+	RouterModelPrice *model.Price
 
 	GateGitHubPermission string
 	FeishuAllowedChats   []string
@@ -180,6 +185,17 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		},
 		func() (err error) {
 			c.RescueAfter, err = parseDuration("SUPERAGENT_JOB_RESCUE_AFTER", getenv("SUPERAGENT_JOB_RESCUE_AFTER"), time.Hour)
+			return err
+		},
+		func() (err error) {
+			c.ModelPrice, err = parsePrice("SUPERAGENT_MODEL_PRICE", getenv("SUPERAGENT_MODEL_PRICE"))
+			return err
+		},
+		func() (err error) {
+			c.RouterModelPrice, err = parsePrice("SUPERAGENT_ROUTER_MODEL_PRICE", getenv("SUPERAGENT_ROUTER_MODEL_PRICE"))
+			if c.RouterModelPrice == nil && getenv("SUPERAGENT_ROUTER_MODEL") == "" {
+				c.RouterModelPrice = c.ModelPrice
+			}
 			return err
 		},
 		func() error {
@@ -357,4 +373,25 @@ func parseDuration(name, v string, def time.Duration) (time.Duration, error) {
 		return 0, &settingError{name, fmt.Sprintf("must be a positive duration such as 30s or 5m, got %q", v)}
 	}
 	return d, nil
+}
+
+// parsePrice reads "input,cached input,output": prices per million tokens
+// in one currency, such as "3,0.3,15". Empty means no price.
+func parsePrice(name, v string) (*model.Price, error) {
+	if v == "" {
+		return nil, nil
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) != 3 {
+		return nil, &settingError{name, fmt.Sprintf("must be input,cached-input,output prices per million tokens such as 3,0.3,15, got %q", v)}
+	}
+	var f [3]float64
+	for i, p := range parts {
+		n, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || n < 0 {
+			return nil, &settingError{name, fmt.Sprintf("must be input,cached-input,output prices per million tokens such as 3,0.3,15, got %q", v)}
+		}
+		f[i] = n
+	}
+	return &model.Price{Input: f[0], CachedInput: f[1], Output: f[2]}, nil
 }

@@ -48,6 +48,7 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		{"log level", "SUPERAGENT_LOG_LEVEL", "loud", `SUPERAGENT_LOG_LEVEL: must be debug, info, warn or error, got "loud"`},
 		{"shutdown", "SUPERAGENT_SHUTDOWN_TIMEOUT", "soon", `SUPERAGENT_SHUTDOWN_TIMEOUT: must be a positive duration such as 30s or 5m, got "soon"`},
 		{"short token", "SUPERAGENT_ADMIN_TOKEN", "short", "SUPERAGENT_ADMIN_TOKEN: must be at least 16 characters"},
+		{"price", "SUPERAGENT_MODEL_PRICE", "3,15", `SUPERAGENT_MODEL_PRICE: must be input,cached-input,output prices per million tokens such as 3,0.3,15, got "3,15"`},
 		{"router model alone", "SUPERAGENT_ROUTER_MODEL", "gpt-router", "SUPERAGENT_MODEL: required when SUPERAGENT_ROUTER_MODEL is set"},
 		{"sandbox", "SUPERAGENT_SANDBOX", "docker", `SUPERAGENT_SANDBOX: must be bwrap or none, got "docker"`},
 		{"sandbox network", "SUPERAGENT_SANDBOX_NETWORK", "maybe", `SUPERAGENT_SANDBOX_NETWORK: must be on or off, got "maybe"`},
