@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
@@ -54,6 +56,8 @@ type Config struct {
 	// Environment is the deployment-wide part of the Environment section;
 	// each Ticket's facts follow it.
 	Environment []promptparts.Var
+	// Registerer receives the superagent_executor_* metrics. Default: none.
+	Registerer prometheus.Registerer
 	// Logger receives errors. Default: discarded.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -89,6 +93,7 @@ type Executor struct {
 	cfg      Config
 	deps     Deps
 	sessions *session.Runtime
+	metrics  *metrics
 
 	bot botIdentity
 
@@ -141,7 +146,11 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 	if deps.GraphQLURL == "" && deps.GitHub != nil {
 		deps.GraphQLURL = graphQLURL(deps.GitHub.BaseURL())
 	}
-	e := &Executor{cfg: cfg, deps: deps, dirs: map[int64]map[string]bool{}}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	e := &Executor{cfg: cfg, deps: deps, metrics: m, dirs: map[int64]map[string]bool{}}
 	e.sessions = session.New(cfg.Session, deps.DB, deps.Model, e, deps.Scrubber, cfg.Now)
 	return e, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/dbtest"
+	"github.com/superagent-dev/superagent/internal/metrictest"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/tickets"
@@ -93,6 +94,9 @@ func TestTypoFixBecomesADraftPullRequest(t *testing.T) {
 		require.Empty(t, fakeToken.FindAllString(e.logs.String(), -1), "no installation token in the logs")
 		require.NotContains(t, transcript, modelKey)
 
+		require.Equal(t, 1.0, metrictest.Value(t, e.reg, "superagent_executor_tool_calls_total", "tool", "pr_open", "result", "ok"))
+		require.Equal(t, 2.0, metrictest.Value(t, e.reg, "superagent_executor_tool_calls_total", "tool", "reply", "result", "ok"))
+
 		// The workspace of a done Ticket is removed.
 		_, err = os.Stat(filepath.Join(e.dataDir, "workspaces", "ticket-"+strconv.FormatInt(tk.ID, 10)))
 		require.True(t, os.IsNotExist(err), "workspace removed: %v", err)
@@ -123,6 +127,8 @@ func TestPushAndPullRequestWaitForTheConfirmation(t *testing.T) {
 		require.Contains(t, ss[0].result, "refused: confirm the request first")
 		require.Contains(t, ss[1].result, "refused: confirm the request first")
 		require.Contains(t, ss[2].result, "refused: a confirmation names the object")
+		require.Equal(t, 1.0, metrictest.Value(t, e.reg, "superagent_executor_tool_calls_total", "tool", "git_push", "result", "refused"))
+		require.Equal(t, 1.0, metrictest.Value(t, e.reg, "superagent_executor_tool_calls_total", "tool", "reply", "result", "refused"))
 		require.Empty(t, e.gh.PullRequests(repo))
 		_, ok := e.gh.Branch(t, repo, "superagent/ticket-"+strconv.FormatInt(tk.ID, 10))
 		require.False(t, ok, "nothing was pushed")

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/executor"
@@ -51,6 +52,7 @@ type env struct {
 	x       *executor.Executor
 	ghc     *githubapp.Client
 	fsc     *feishu.Client // nil unless a test sets up Feishu
+	reg     *prometheus.Registry
 	scrub   *secret.Scrubber
 	dataDir string
 	bare    string
@@ -130,7 +132,8 @@ func (e *env) executor(t *testing.T) *executor.Executor {
 	ws, err := workspace.NewManager(workspace.Config{Root: filepath.Join(e.dataDir, "workspaces")})
 	require.NoError(t, err)
 	logger := slog.New(secret.NewHandler(slog.NewTextHandler(e.logs, nil), e.scrub))
-	x, err := executor.New(executor.Config{Logger: logger, LeaseTTL: 3 * time.Second},
+	e.reg = prometheus.NewRegistry()
+	x, err := executor.New(executor.Config{Logger: logger, LeaseTTL: 3 * time.Second, Registerer: e.reg},
 		executor.Deps{DB: e.d, Tickets: e.store, Orchestrator: e.o, Prompts: e.prompts, Model: client, Scrubber: e.scrub,
 			Workspaces: ws, GitHub: e.ghc, Feishu: e.fsc})
 	require.NoError(t, err)

@@ -54,9 +54,16 @@ func schema(properties string, required ...string) json.RawMessage {
 
 // registry builds an Executor Session's tools. None asks a person, shows
 // UI or changes the Executor's own profile: it works unattended.
-func (e *Executor) registry(ticketID int64) (*session.Registry, error) {
-	_ = ticketID
-	return session.NewRegistry(
+func (e *Executor) registry() (*session.Registry, error) {
+	tools := e.tools()
+	for i := range tools {
+		tools[i] = e.metrics.counted(tools[i])
+	}
+	return session.NewRegistry(tools...)
+}
+
+func (e *Executor) tools() []session.Tool {
+	return []session.Tool{
 		session.Tool{Name: ToolRunCommand, Handler: e.runCommand,
 			Description: "Run a shell command in the Ticket's workspace, isolated from the service: no service secrets, no network unless the deployment allows it. Output is capped; a non-zero exit is reported, not an error.",
 			Parameters:  schema(`"command":{"type":"string"},"timeout_seconds":{"type":"integer","minimum":1,"maximum":1800,"description":"default 120"},"workdir":{"type":"string","description":"relative to the workspace root"}`, "command")},
@@ -130,7 +137,7 @@ func (e *Executor) registry(ticketID int64) (*session.Registry, error) {
 		session.Tool{Name: ToolSkillLoad, Idempotent: true, Handler: e.skill,
 			Description: "Load a skill: the team's skills and skill/github, skill/feishu.",
 			Parameters:  schema(`"name":{"type":"string"}`, "name")},
-	)
+	}
 }
 
 func bind[T any](call session.Call) (T, error) {

@@ -33,6 +33,7 @@ func (w *Worker) Timeout(*river.Job[orchestrator.ExecuteArgs]) time.Duration {
 func (w *Worker) Work(ctx context.Context, job *river.Job[orchestrator.ExecuteArgs]) error {
 	holder := fmt.Sprintf("job:%d:%d", job.ID, job.Attempt)
 	err := w.e.Execute(ctx, job.Args.TicketID, holder)
+	w.e.metrics.runs.WithLabelValues(outcome(err)).Inc()
 	switch {
 	case errors.Is(err, ErrBusy):
 		return river.JobSnooze(w.e.cfg.Snooze)
@@ -149,7 +150,7 @@ func (e *Executor) execute(ctx context.Context, ticketID int64) error {
 			return err
 		}
 	}
-	tools, err := e.registry(t.ID)
+	tools, err := e.registry()
 	if err != nil {
 		return err
 	}

@@ -191,6 +191,7 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var) error {
 		LeaseTTL:    cfg.ExecutorLease,
 		ReviewBots:  cfg.ReviewBots,
 		Environment: env,
+		Registerer:  a.registry,
 		Logger:      a.logger,
 	}, executor.Deps{
 		DB: a.db, Tickets: a.tickets, Orchestrator: a.orchestrator, Prompts: a.prompts, Model: m, Scrubber: cfg.scrub,
