@@ -107,14 +107,7 @@ func (e *Executor) mergeFacts(ctx context.Context, gh *github.Client, repo strin
 }
 
 func (e *Executor) prMerge(ctx context.Context, call session.Call) (string, error) {
-	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID)
-	if err != nil {
-		return "", err
-	}
-	if err := mayWrite(t, "pull_request"); err != nil {
-		return "", session.Refuse("%s", err)
-	}
-	gh, pr, err := e.pull(ctx, t)
+	t, gh, pr, err := e.ownPull(ctx, call.TicketID)
 	if err != nil {
 		return "", err
 	}

@@ -61,6 +61,20 @@ func (e *Executor) pull(ctx context.Context, t tickets.Ticket) (*github.Client, 
 	return gh, pr, nil
 }
 
+// ownPull reads the Ticket and its pull request for a tool that changes
+// the pull request: the Mandate must allow pull requests in its repository.
+func (e *Executor) ownPull(ctx context.Context, ticketID int64) (tickets.Ticket, *github.Client, *github.PullRequest, error) {
+	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, ticketID)
+	if err != nil {
+		return t, nil, nil, err
+	}
+	if err := mayWrite(t, "pull_request"); err != nil {
+		return t, nil, nil, session.Refuse("%s", err)
+	}
+	gh, pr, err := e.pull(ctx, t)
+	return t, gh, pr, err
+}
+
 func (e *Executor) checkPROpen(ctx context.Context, call session.Call) error {
 	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID)
 	if err != nil {
@@ -190,14 +204,7 @@ func (e *Executor) prUpdate(ctx context.Context, call session.Call) (string, err
 	if err != nil {
 		return "", err
 	}
-	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID)
-	if err != nil {
-		return "", err
-	}
-	if err := mayWrite(t, "pull_request"); err != nil {
-		return "", session.Refuse("%s", err)
-	}
-	gh, pr, err := e.pull(ctx, t)
+	t, gh, pr, err := e.ownPull(ctx, call.TicketID)
 	if err != nil {
 		return "", err
 	}
@@ -256,14 +263,7 @@ func (e *Executor) prClose(ctx context.Context, call session.Call) (string, erro
 	if !pointerRef.MatchString(pointer) {
 		return "", session.Refuse("the pointer must name their pull request or branch (owner/repo#12, a URL or a branch)")
 	}
-	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID)
-	if err != nil {
-		return "", err
-	}
-	if err := mayWrite(t, "pull_request"); err != nil {
-		return "", session.Refuse("%s", err)
-	}
-	gh, pr, err := e.pull(ctx, t)
+	t, gh, pr, err := e.ownPull(ctx, call.TicketID)
 	if err != nil {
 		return "", err
 	}
@@ -366,28 +366,36 @@ func (e *Executor) reviewReply(ctx context.Context, call session.Call) (string, 
 	}
 	o := tickets.Outgoing{Key: key, TicketID: t.ID, Source: tickets.SourceGitHub, Kind: "review_reply",
 		Target: t.Repo + "#pull_comment:" + strconv.FormatInt(a.Comment, 10), Body: body}
-	ref, err := e.write(ctx, o, func(ctx context.Context) (string, error) {
-		c, _, err := gh.PullRequests.CreateCommentInReplyTo(ctx, owner, name, t.PullNumber, body, a.Comment)
+	ref, err := e.postReviewReply(ctx, gh, o, t.Repo, t.PullNumber, a.Comment)
+	if err != nil {
+		return "", err
+	}
+	return "replied: " + ref, nil
+}
+
+// postReviewReply writes o.Body once as a reply in the review thread of
+// comment root on pull request number; a retry finds an earlier reply by
+// its marker.
+func (e *Executor) postReviewReply(ctx context.Context, gh *github.Client, o tickets.Outgoing, repo string, number int, root int64) (string, error) {
+	owner, name, _ := strings.Cut(repo, "/")
+	return e.write(ctx, o, func(ctx context.Context) (string, error) {
+		c, _, err := gh.PullRequests.CreateCommentInReplyTo(ctx, owner, name, number, o.Body, root)
 		if err != nil {
-			return "", fmt.Errorf("replying to review comment %d: %w", a.Comment, err)
+			return "", fmt.Errorf("replying to review comment %d: %w", root, err)
 		}
 		return c.GetHTMLURL(), nil
 	}, func(ctx context.Context) (string, bool, error) {
-		cs, err := e.reviewComments(ctx, gh, owner, name, t.PullNumber)
+		cs, err := e.reviewComments(ctx, gh, owner, name, number)
 		if err != nil {
 			return "", false, err
 		}
 		for _, c := range cs {
-			if strings.Contains(c.GetBody(), marker(key)) {
+			if strings.Contains(c.GetBody(), marker(o.Key)) {
 				return c.GetHTMLURL(), true, nil
 			}
 		}
 		return "", false, nil
 	})
-	if err != nil {
-		return "", err
-	}
-	return "replied: " + ref, nil
 }
 
 func (e *Executor) reviewComments(ctx context.Context, gh *github.Client, owner, name string, number int) ([]*github.PullRequestComment, error) {

@@ -185,27 +185,9 @@ func (e *Executor) replyGitHub(ctx context.Context, ticketID, cardID int64, th t
 	if err != nil {
 		return "", err
 	}
-	owner, name, _ := strings.Cut(repo, "/")
 	o := tickets.Outgoing{Key: key, TicketID: ticketID, CardID: cardID, Source: tickets.SourceGitHub, Kind: "review_reply",
 		Target: repo + "#pull_comment:" + m[3], Body: body}
-	return e.write(ctx, o, func(ctx context.Context) (string, error) {
-		c, _, err := gh.PullRequests.CreateCommentInReplyTo(ctx, owner, name, number, body, root)
-		if err != nil {
-			return "", fmt.Errorf("replying in review thread %d: %w", root, err)
-		}
-		return c.GetHTMLURL(), nil
-	}, func(ctx context.Context) (string, bool, error) {
-		cs, err := e.reviewComments(ctx, gh, owner, name, number)
-		if err != nil {
-			return "", false, err
-		}
-		for _, c := range cs {
-			if strings.Contains(c.GetBody(), marker(key)) {
-				return c.GetHTMLURL(), true, nil
-			}
-		}
-		return "", false, nil
-	})
+	return e.postReviewReply(ctx, gh, o, repo, number, root)
 }
 
 func (e *Executor) replyFeishu(ctx context.Context, ticketID int64, card *tickets.Card, th tickets.Thread, key, text string) (string, error) {
@@ -389,11 +371,13 @@ func (e *Executor) report(ctx context.Context, call session.Call) (string, error
 	return "reported " + a.State, nil
 }
 
+type humanActionArgs struct {
+	Question string `json:"question"`
+	Message  int64  `json:"message"`
+}
+
 func (e *Executor) checkHumanAction(_ context.Context, call session.Call) error {
-	a, err := bind[struct {
-		Question string `json:"question"`
-		Message  int64  `json:"message"`
-	}](call)
+	a, err := bind[humanActionArgs](call)
 	if err != nil {
 		return err
 	}
@@ -410,10 +394,7 @@ func (e *Executor) checkHumanAction(_ context.Context, call session.Call) error 
 }
 
 func (e *Executor) humanAction(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Question string `json:"question"`
-		Message  int64  `json:"message"`
-	}](call)
+	a, err := bind[humanActionArgs](call)
 	if err != nil {
 		return "", err
 	}

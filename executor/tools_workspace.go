@@ -32,20 +32,30 @@ func (e *Executor) workspace(ctx context.Context, ticketID int64) (*workspace.Wo
 	return ws, t, err
 }
 
-func (e *Executor) runCommand(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Command string `json:"command"`
-		Timeout int    `json:"timeout_seconds"`
-		Workdir string `json:"workdir"`
-	}](call)
-	if err != nil {
-		return "", err
+// inWorkspace adapts a workspace tool: the call's arguments decoded into A,
+// and the Ticket's workspace opened (prepared again if it is gone).
+func inWorkspace[A any](e *Executor, fn func(context.Context, *workspace.Workspace, tickets.Ticket, A) (string, error)) func(context.Context, session.Call) (string, error) {
+	return func(ctx context.Context, call session.Call) (string, error) {
+		a, err := bind[A](call)
+		if err != nil {
+			return "", err
+		}
+		ws, t, err := e.workspace(ctx, call.TicketID)
+		if err != nil {
+			return "", err
+		}
+		return fn(ctx, ws, t, a)
 	}
-	ws, _, err := e.workspace(ctx, call.TicketID)
-	if err != nil {
-		return "", err
-	}
-	e.workedIn(call.TicketID, a.Workdir)
+}
+
+type runArgs struct {
+	Command string `json:"command"`
+	Timeout int    `json:"timeout_seconds"`
+	Workdir string `json:"workdir"`
+}
+
+func (e *Executor) runCommand(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a runArgs) (string, error) {
+	e.workedIn(t.ID, a.Workdir)
 	res, err := ws.Run(ctx, a.Command, a.Workdir, time.Duration(a.Timeout)*time.Second)
 	if err != nil {
 		return "", err
@@ -60,57 +70,31 @@ func (e *Executor) runCommand(ctx context.Context, call session.Call) (string, e
 	return b.String(), nil
 }
 
-func (e *Executor) readFile(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Path   string `json:"path"`
-		Offset int    `json:"offset"`
-		Limit  int    `json:"limit"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
-	ws, _, err := e.workspace(ctx, call.TicketID)
-	if err != nil {
-		return "", err
-	}
-	e.workedIn(call.TicketID, path.Dir(a.Path))
+type fileArgs struct {
+	Path       string `json:"path"`
+	Offset     int    `json:"offset"`
+	Limit      int    `json:"limit"`
+	Content    string `json:"content"`
+	OldText    string `json:"old_text"`
+	NewText    string `json:"new_text"`
+	ReplaceAll bool   `json:"replace_all"`
+}
+
+func (e *Executor) readFile(_ context.Context, ws *workspace.Workspace, t tickets.Ticket, a fileArgs) (string, error) {
+	e.workedIn(t.ID, path.Dir(a.Path))
 	return ws.ReadFile(a.Path, a.Offset, a.Limit)
 }
 
-func (e *Executor) writeFile(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Path    string `json:"path"`
-		Content string `json:"content"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
-	ws, _, err := e.workspace(ctx, call.TicketID)
-	if err != nil {
-		return "", err
-	}
-	e.workedIn(call.TicketID, path.Dir(a.Path))
+func (e *Executor) writeFile(_ context.Context, ws *workspace.Workspace, t tickets.Ticket, a fileArgs) (string, error) {
+	e.workedIn(t.ID, path.Dir(a.Path))
 	if err := ws.WriteFile(a.Path, a.Content); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("wrote %s (%d bytes)", a.Path, len(a.Content)), nil
 }
 
-func (e *Executor) editFile(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Path       string `json:"path"`
-		OldText    string `json:"old_text"`
-		NewText    string `json:"new_text"`
-		ReplaceAll bool   `json:"replace_all"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
-	ws, _, err := e.workspace(ctx, call.TicketID)
-	if err != nil {
-		return "", err
-	}
-	e.workedIn(call.TicketID, path.Dir(a.Path))
+func (e *Executor) editFile(_ context.Context, ws *workspace.Workspace, t tickets.Ticket, a fileArgs) (string, error) {
+	e.workedIn(t.ID, path.Dir(a.Path))
 	n, err := ws.EditFile(a.Path, a.OldText, a.NewText, a.ReplaceAll)
 	if err != nil {
 		return "", err
@@ -118,40 +102,26 @@ func (e *Executor) editFile(ctx context.Context, call session.Call) (string, err
 	return fmt.Sprintf("replaced %d occurrence(s) in %s", n, a.Path), nil
 }
 
-func (e *Executor) searchCode(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Pattern string `json:"pattern"`
-		Path    string `json:"path"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
-	ws, _, err := e.workspace(ctx, call.TicketID)
-	if err != nil {
-		return "", err
-	}
+type searchArgs struct {
+	Pattern string `json:"pattern"`
+	Path    string `json:"path"`
+}
+
+func (e *Executor) searchCode(ctx context.Context, ws *workspace.Workspace, _ tickets.Ticket, a searchArgs) (string, error) {
 	return ws.Search(ctx, a.Pattern, a.Path, 200)
 }
 
-func (e *Executor) gitStatus(ctx context.Context, call session.Call) (string, error) {
-	ws, _, err := e.workspace(ctx, call.TicketID)
-	if err != nil {
-		return "", err
-	}
+type gitArgs struct {
+	Staged  bool     `json:"staged"`
+	Message string   `json:"message"`
+	Paths   []string `json:"paths"`
+}
+
+func (e *Executor) gitStatus(ctx context.Context, ws *workspace.Workspace, _ tickets.Ticket, _ gitArgs) (string, error) {
 	return ws.Status(ctx)
 }
 
-func (e *Executor) gitDiff(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Staged bool `json:"staged"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
-	ws, _, err := e.workspace(ctx, call.TicketID)
-	if err != nil {
-		return "", err
-	}
+func (e *Executor) gitDiff(ctx context.Context, ws *workspace.Workspace, _ tickets.Ticket, a gitArgs) (string, error) {
 	out, err := ws.Diff(ctx, a.Staged)
 	if err == nil && out == "" {
 		return "(no changes)", nil
@@ -159,20 +129,9 @@ func (e *Executor) gitDiff(ctx context.Context, call session.Call) (string, erro
 	return out, err
 }
 
-func (e *Executor) gitCommit(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Message string   `json:"message"`
-		Paths   []string `json:"paths"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
+func (e *Executor) gitCommit(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a gitArgs) (string, error) {
 	if strings.TrimSpace(a.Message) == "" {
 		return "", session.Refuse("a commit needs a message")
-	}
-	ws, t, err := e.workspace(ctx, call.TicketID)
-	if err != nil {
-		return "", err
 	}
 	author, err := e.commitAuthor(ctx, t.Repo)
 	if err != nil {
@@ -229,11 +188,7 @@ func (e *Executor) checkPush(ctx context.Context, call session.Call) error {
 	return e.confirmed(ctx, call.TicketID)
 }
 
-func (e *Executor) gitPush(ctx context.Context, call session.Call) (string, error) {
-	ws, t, err := e.workspace(ctx, call.TicketID)
-	if err != nil {
-		return "", err
-	}
+func (e *Executor) gitPush(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, _ struct{}) (string, error) {
 	head, err := ws.Head(ctx)
 	if err != nil {
 		return "", err
