@@ -196,7 +196,7 @@ func (o *Orchestrator) ScheduleTurn(ctx context.Context, tx *db.Tx) error {
 	}
 	opts := &river.InsertOpts{
 		ScheduledAt: o.cfg.Now().Add(o.cfg.Debounce),
-		UniqueOpts:  river.UniqueOpts{ByArgs: true, ByState: uniqueStates},
+		UniqueOpts:  river.UniqueOpts{ByArgs: true, ByState: queue.Unfinished()},
 	}
 	for slot := range 2 {
 		res, err := o.deps.Queue.InsertTx(ctx, tx, RouteArgs{Slot: slot}, opts)
@@ -218,7 +218,7 @@ func (o *Orchestrator) EnqueueExecutor(ctx context.Context, tx *db.Tx, ticketID 
 	if o.deps.Queue == nil {
 		return nil
 	}
-	opts := &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates}}
+	opts := &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: queue.Unfinished()}}
 	for slot := range 2 {
 		res, err := o.deps.Queue.InsertTx(ctx, tx, ExecuteArgs{TicketID: ticketID, Slot: slot}, opts)
 		if err != nil {
@@ -229,12 +229,6 @@ func (o *Orchestrator) EnqueueExecutor(ctx context.Context, tx *db.Tx, ticketID 
 		}
 	}
 	return nil
-}
-
-// uniqueStates are the states in which a job counts as already there.
-var uniqueStates = []rivertype.JobState{
-	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-	rivertype.JobStateScheduled, rivertype.JobStateRetryable,
 }
 
 // Report stores an Executor's Report and schedules a turn in tx, so the

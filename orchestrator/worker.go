@@ -73,9 +73,10 @@ type ReviveArgs struct{}
 // Kind names the job.
 func (ReviveArgs) Kind() string { return "route_watchdog" }
 
-// InsertOpts puts it on the maintenance queue, once at a time.
+// InsertOpts puts it on the maintenance queue, one waiting or running at
+// a time.
 func (ReviveArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: queue.Maintenance, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+	return river.InsertOpts{Queue: queue.Maintenance, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: queue.Unfinished()}}
 }
 
 // ReviveWorker works ReviveArgs.

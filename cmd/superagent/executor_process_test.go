@@ -169,12 +169,13 @@ func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
 
 		second := start(t, "serve-2", env(), "serve")
 		second.waitHTTP("/readyz", 30*time.Second)
+		resumed := time.Now()
 		var ticket struct {
 			ID    int64  `json:"id"`
 			State string `json:"state"`
 			PR    int    `json:"pull_request"`
 		}
-		waitFor(t, 3*time.Minute, "the resumed Ticket to be done", func() bool {
+		waitFor(t, 4*time.Minute, "the resumed Ticket to be done", func() bool {
 			var list struct {
 				Tickets []json.RawMessage `json:"tickets"`
 			}
@@ -186,6 +187,7 @@ func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
 			return ticket.State == "done"
 		})
 
+		t.Logf("the second process finished the Ticket %s after it was ready", time.Since(resumed).Round(time.Second))
 		prs := gh.PullRequests(helloRepo)
 		require.Len(t, prs, 1, "no second pull request after the kill")
 		require.True(t, prs[0].Draft)

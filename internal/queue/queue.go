@@ -94,6 +94,16 @@ func AddWorker[T river.JobArgs](q *Queue, w river.Worker[T]) {
 	river.AddWorker(q.workers, w)
 }
 
+// Unfinished lists the job states in which a unique job counts as already
+// there: waiting or running. Unlike River's default, a completed job does
+// not keep the next one out.
+func Unfinished() []rivertype.JobState {
+	return []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+		rivertype.JobStateScheduled, rivertype.JobStateRetryable,
+	}
+}
+
 // AddPeriodic has River enqueue args every interval (and once at start),
 // from whichever process leads. It must be called before Init.
 func AddPeriodic(q *Queue, interval time.Duration, args river.JobArgs) {
