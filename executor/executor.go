@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,9 +94,6 @@ type Executor struct {
 	metrics  *metrics
 
 	bot botIdentity
-
-	mu   sync.Mutex
-	dirs map[int64]map[string]bool // Ticket → directories its Session worked in
 }
 
 // New returns an Executor.
@@ -150,7 +145,7 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Executor{cfg: cfg, deps: deps, metrics: m, dirs: map[int64]map[string]bool{}}
+	e := &Executor{cfg: cfg, deps: deps, metrics: m}
 	e.sessions = session.New(cfg.Session, deps.DB, deps.Model, e, deps.Scrubber, cfg.Now)
 	return e, nil
 }
@@ -183,46 +178,6 @@ func (e *Executor) Sessions() *session.Runtime { return e.sessions }
 // branch is the Ticket's working branch.
 func (e *Executor) branch(ticketID int64) string {
 	return e.cfg.BranchPrefix + strconv.FormatInt(ticketID, 10)
-}
-
-// workedIn remembers a directory the Ticket's Session worked in, so its
-// AGENTS.md chain joins the prompt.
-func (e *Executor) workedIn(ticketID int64, dir string) {
-	// A path outside the workspace (the tools refuse it) has no AGENTS.md
-	// of the repository, and would break every later prompt.
-	dir = path.Clean(dir)
-	if path.IsAbs(dir) {
-		rel, ok := strings.CutPrefix(dir, workspaceMount+"/")
-		if !ok {
-			return
-		}
-		dir = rel
-	}
-	if dir == "." || dir == ".." || strings.HasPrefix(dir, "../") {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.dirs[ticketID] == nil {
-		e.dirs[ticketID] = map[string]bool{}
-	}
-	e.dirs[ticketID][dir] = true
-}
-
-func (e *Executor) workedDirs(ticketID int64) []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := []string{"."}
-	for d := range e.dirs[ticketID] {
-		out = append(out, d)
-	}
-	return out
-}
-
-func (e *Executor) forget(ticketID int64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.dirs, ticketID)
 }
 
 var _ session.PromptSource = (*Executor)(nil)

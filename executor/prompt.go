@@ -20,7 +20,11 @@ func (e *Executor) promptInput(ctx context.Context, ticketID int64) (promptparts
 	}
 	in := promptparts.Input{Role: promptparts.RoleExecutor, Environment: e.environment(t)}
 	if ws, err := e.deps.Workspaces.Open(t.ID); err == nil {
-		files, err := ws.AgentsChain(e.workedDirs(t.ID))
+		dirs, err := e.workedDirs(ctx, t.ID)
+		if err != nil {
+			return promptparts.Input{}, err
+		}
+		files, err := ws.AgentsChain(dirs)
 		if err != nil {
 			return promptparts.Input{}, fmt.Errorf("reading AGENTS.md of ticket %d: %w", t.ID, err)
 		}

@@ -42,6 +42,14 @@ func TestAgentsMDChainFollowsTheDirectoriesWorkedIn(t *testing.T) {
 		require.GreaterOrEqual(t, r, 0, "the root AGENTS.md")
 		require.Greater(t, n, r, "the nested AGENTS.md, after the root's")
 		require.NotContains(t, system, "Never touch the web service.", "a sibling directory's AGENTS.md stays out")
+
+		// A restarted process keeps the chain: a follow-up's request has it.
+		e.x = e.executor(t)
+		e.admit(t, 1, "alice", "also check the API docs")
+		e.run(t, tk.ID)
+		reqs = e.model.Requests()
+		require.Len(t, reqs, 3)
+		require.Equal(t, system, reqs[2].System(), "the same prompt, so the provider's cache still applies")
 	})
 }
 

@@ -238,7 +238,6 @@ func (e *Executor) settle(ctx context.Context, ticketID int64, s *session.Sessio
 
 // cleanUp removes an ended Ticket's workspace.
 func (e *Executor) cleanUp(ticketID int64) error {
-	e.forget(ticketID)
 	if err := e.deps.Workspaces.Remove(ticketID); err != nil {
 		return fmt.Errorf("removing the workspace of ticket %d: %w", ticketID, err)
 	}

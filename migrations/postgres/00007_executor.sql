@@ -1,8 +1,9 @@
 -- +goose Up
 -- Executors: each Ticket's pull request, the cards and notes its Executor
--- has been given, the lease that keeps one Executor running per Ticket, and
+-- has been given, the lease that keeps one Executor running per Ticket (with
+-- its Session and the directories it worked in, for the AGENTS.md chain), and
 -- the counters behind the host's limits (review rounds per automated
--- reviewer, fix attempts per head commit).
+-- reviewer, the commits of a pull request that failed a check).
 ALTER TABLE tickets ADD COLUMN pull_number BIGINT NOT NULL DEFAULT 0;
 
 -- A Thread followed for context only: its cards reach the Executor, but it
@@ -32,6 +33,7 @@ CREATE TABLE executions (
     session_id   BIGINT,
     holder       TEXT NOT NULL DEFAULT '',
     lease_until  TIMESTAMPTZ,
+    work_dirs    TEXT NOT NULL DEFAULT '[]',
     confirmed_at TIMESTAMPTZ,
     created_at   TIMESTAMPTZ NOT NULL,
     updated_at   TIMESTAMPTZ NOT NULL
