@@ -183,6 +183,7 @@ func TestTicketRecord(t *testing.T) {
 		require.NoError(t, st.FinishIntent(ctx, d, sent.ID, nil))
 		_, err = st.RecordIntent(ctx, d, tickets.Outgoing{Key: "comment-1", TicketID: id, Source: tickets.SourceGitHub, Kind: "comment", Target: "acme/web#42", Body: "Working on it."})
 		require.NoError(t, err)
+		require.NoError(t, st.SetPullRequest(ctx, d, id, "superagent/ticket-1", 108))
 		inferred, err := st.CreateTicket(ctx, d, tickets.Ticket{Title: "Retry the failing deploy", Repo: "acme/web", State: tickets.TicketWaiting,
 			Origin: tickets.OriginInferred, Rules: []string{"ci-failures", "deploys"}, Proposal: true,
 			Mandate: tickets.Mandate{Source: tickets.SourceGitHub, Rules: []string{"ci-failures", "deploys"}, Repos: []string{"acme/web"}, Actions: []string{"reply"}}})
@@ -197,6 +198,7 @@ func TestTicketRecord(t *testing.T) {
 			require.Contains(t, body, `<dt>Asked by</dt><dd>grace <span class="muted">(write on the repository)</span> on github</dd>`)
 			require.Contains(t, body, "<dt>Repositories</dt><dd><code>acme/web</code></dd>")
 			require.Contains(t, body, "<dt>May</dt><dd>reply, branch, pull_request</dd>")
+			require.Contains(t, body, "<dt>Pull request</dt><dd><code>acme/web#108</code></dd>")
 
 			blocked := strings.Index(body, "CI cannot reach the staging database.")
 			progress := strings.Index(body, "Found the fixed sleep in TestLogin.")
