@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/session"
@@ -128,5 +127,3 @@ ON CONFLICT (ticket_id, name) DO UPDATE SET count = executor_counters.count + 1 
 	}
 	return n, nil
 }
-
-var _ = time.Second

@@ -10,7 +10,6 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/session"
 	"github.com/superagent-dev/superagent/orchestrator"
-	"github.com/superagent-dev/superagent/promptparts"
 )
 
 // Tool names of an Executor Session (docs/tools.md; SPEC §12 fixes
@@ -249,5 +248,3 @@ func (e *Executor) skill(ctx context.Context, call session.Call) (string, error)
 }
 
 var errNoRepo = errors.New("this Ticket has no repository")
-
-var _ = promptparts.RoleExecutor
