@@ -71,7 +71,10 @@ func (e *Executor) replyPlace(ctx context.Context, ticketID int64, a replyArgs) 
 		if err != nil {
 			return tickets.Thread{}, nil, err
 		}
-		repo, _, _ := strings.Cut(strings.TrimPrefix(key, "github:"), "#")
+		repo := strings.TrimPrefix(key, "github:")
+		if i := strings.IndexAny(repo, "#@"); i >= 0 {
+			repo = repo[:i]
+		}
 		if !slices.ContainsFunc(t.Mandate.Repos, func(r string) bool { return strings.EqualFold(r, repo) }) {
 			return tickets.Thread{}, nil, session.Refuse("the Mandate does not name %s; the Ticket writes only in its repositories", repo)
 		}
