@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -141,7 +142,7 @@ func (e *Executor) execute(ctx context.Context, ticketID int64) error {
 		return err
 	}
 	if t.Repo != "" {
-		if _, err := e.prepare(ctx, t); err != nil {
+		if err := e.prepareFor(ctx, t, sid); err != nil {
 			return err
 		}
 	}
@@ -201,6 +202,29 @@ func (e *Executor) execute(ctx context.Context, ticketID int64) error {
 			return e.settle(ctx, t.ID, s)
 		}
 	}
+}
+
+// prepareFor makes the Ticket's workspace ready for Session sid. A
+// workspace cloned afresh for a Session that has already worked (the
+// Ticket's last job ran on another machine, or the clone was removed) has
+// only what was pushed: the Session is told so before its next step.
+func (e *Executor) prepareFor(ctx context.Context, t tickets.Ticket, sid int64) error {
+	_, err := e.deps.Workspaces.Open(t.ID)
+	fresh := errors.Is(err, fs.ErrNotExist)
+	if _, err := e.prepare(ctx, t); err != nil {
+		return err
+	}
+	if !fresh {
+		return nil
+	}
+	totals, err := e.sessions.Store().TicketTotals(ctx, e.deps.DB, t.ID)
+	if err != nil || totals.Requests == 0 {
+		return err
+	}
+	_, err = e.sessions.Append(ctx, e.deps.DB, sid, fmt.Sprintf("host: your workspace was cloned again from %s, branch %s: "+
+		"it holds what was pushed, and nothing that was only committed or changed locally before. Check git_status and git_diff before going on.",
+		t.Repo, e.branch(t.ID)))
+	return err
 }
 
 // pausedReason tells a Session stopped by a pause (or the Ticket's end)
