@@ -469,11 +469,15 @@ func threadKey(ref string) (key, repo string, number int) {
 	return ref, "", 0
 }
 
+// threadArgs name a Thread and why (thread_subscribe,
+// orchestrator_thread_unrelated).
+type threadArgs struct {
+	Thread string `json:"thread"`
+	Reason string `json:"reason"`
+}
+
 func (e *Executor) subscribe(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Thread string `json:"thread"`
-		Reason string `json:"reason"`
-	}](call)
+	a, err := bind[threadArgs](call)
 	if err != nil {
 		return "", err
 	}
@@ -498,10 +502,7 @@ func (e *Executor) subscribe(ctx context.Context, call session.Call) (string, er
 }
 
 func (e *Executor) unrelated(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Thread string `json:"thread"`
-		Reason string `json:"reason"`
-	}](call)
+	a, err := bind[threadArgs](call)
 	if err != nil {
 		return "", err
 	}
