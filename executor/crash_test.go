@@ -17,7 +17,7 @@ import (
 	"github.com/superagent-dev/superagent/tickets"
 )
 
-// eventually polls cond until it holds or the deadline passes.
+// pollUntil polls cond until it holds or a minute passes.
 func pollUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
