@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/lease"
 	"github.com/superagent-dev/superagent/internal/session"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/tickets"
@@ -75,8 +76,6 @@ func (e *Executor) giveUp(ctx context.Context, ticketID int64, cause error) erro
 // Executor.
 var ErrBusy = errors.New("another job runs this ticket's executor")
 
-var errLeaseLost = errors.New("the executor lease was lost")
-
 // Execute runs the Ticket's Executor until nothing is left for it: it
 // gives the Session what reached the Ticket, runs it, and repeats while
 // more arrives. A paused or ended Ticket stops it at the next step.
@@ -91,36 +90,15 @@ func (e *Executor) Execute(ctx context.Context, ticketID int64, holder string) e
 	defer e.release(context.WithoutCancel(ctx), ticketID, holder)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go e.heartbeat(ctx, cancel, ticketID, holder)
+	go lease.Keep(ctx, cancel, e.cfg.LeaseTTL/3, func(ctx context.Context) (bool, error) {
+		return e.renew(ctx, ticketID, holder)
+	}, e.cfg.Logger, fmt.Sprintf("executor of ticket %d", ticketID))
 
 	err = e.execute(ctx, ticketID)
-	if cause := context.Cause(ctx); errors.Is(cause, errLeaseLost) {
+	if cause := context.Cause(ctx); errors.Is(cause, lease.ErrLost) {
 		return fmt.Errorf("executing ticket %d: %w", ticketID, cause)
 	}
 	return err
-}
-
-// heartbeat renews the lease until ctx ends; a lease lost to another
-// holder cancels the work.
-func (e *Executor) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, ticketID int64, holder string) {
-	t := time.NewTicker(e.cfg.LeaseTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			ok, err := e.renew(ctx, ticketID, holder)
-			if err != nil {
-				e.cfg.Logger.Error("renewing an executor lease", "ticket", ticketID, "error", err)
-				continue
-			}
-			if !ok {
-				cancel(errLeaseLost)
-				return
-			}
-		}
-	}
 }
 
 func (e *Executor) execute(ctx context.Context, ticketID int64) error {

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/lease"
 	"github.com/superagent-dev/superagent/internal/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -66,7 +66,11 @@ func (o *Orchestrator) turn(ctx context.Context, holder string) (TurnResult, err
 	defer o.release(context.WithoutCancel(ctx), holder)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go o.heartbeat(ctx, cancel, holder)
+	go lease.Keep(ctx, cancel, o.cfg.LeaseTTL/3, func(ctx context.Context) (bool, error) {
+		n, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET lease_until = $3 WHERE name = $1 AND holder = $2`,
+			leaseName, holder, o.cfg.Now().UTC().Add(o.cfg.LeaseTTL))
+		return n == 1, err
+	}, o.cfg.Logger, "main Session")
 	sid, err := o.mainSession(ctx)
 	if err != nil {
 		return res, err
@@ -151,33 +155,6 @@ WHERE name = $1 AND (holder = '' OR holder = $2 OR lease_until IS NULL OR lease_
 		return false, fmt.Errorf("taking the main Session lease: %w", err)
 	}
 	return n == 1, nil
-}
-
-// errLeaseLost ends a turn whose lease another holder took over.
-var errLeaseLost = errors.New("the main Session lease was lost")
-
-// heartbeat renews the turn's lease until ctx ends; a lease lost to
-// another holder cancels the turn.
-func (o *Orchestrator) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, holder string) {
-	t := time.NewTicker(o.cfg.LeaseTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			n, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET lease_until = $3 WHERE name = $1 AND holder = $2`,
-				leaseName, holder, o.cfg.Now().UTC().Add(o.cfg.LeaseTTL))
-			if err != nil {
-				o.cfg.Logger.Error("renewing the main Session lease", "error", err)
-				continue
-			}
-			if n == 0 {
-				cancel(errLeaseLost)
-				return
-			}
-		}
-	}
 }
 
 func (o *Orchestrator) release(ctx context.Context, holder string) {
