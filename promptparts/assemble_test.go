@@ -238,6 +238,24 @@ func TestListenerReconnects(t *testing.T) {
 	requireRevision(t, reader, 2)
 }
 
+// Saves in another schema of the same PostgreSQL database (another
+// deployment, or another test) do not move this service's head: NOTIFY
+// channels are database-wide.
+func TestListenerHearsOnlyItsSchema(t *testing.T) {
+	ours := newService(t, dbtest.Postgres(t), testDefaults())
+	theirs := newService(t, dbtest.Postgres(t), testDefaults())
+	require.Eventually(t, func() bool { return ours.watch.listening.Load() && theirs.watch.listening.Load() }, 5*time.Second, time.Millisecond)
+	for rev := range 3 {
+		save(t, theirs, fmt.Sprintf(`{"base_revision": %d, "sections": {"ticket_scope": {"text": "theirs %d"}}}`, rev, rev))
+	}
+	requireRevision(t, theirs, 3)
+	save(t, ours, `{"base_revision": 0, "sections": {"ticket_scope": {"text": "ours"}}}`)
+	requireRevision(t, ours, 1)
+	_, rev, err := ours.Assemble(context.Background(), Input{Role: RoleMain})
+	require.NoError(t, err, "the head is a revision of this schema")
+	require.Equal(t, int64(1), rev)
+}
+
 // A policy change leaves every byte before the Policy section unchanged, so
 // the provider's prompt cache keeps the prefix.
 func TestPolicyChangeKeepsThePrefix(t *testing.T) {

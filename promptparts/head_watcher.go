@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,9 @@ import (
 
 // notifyChannel is the PostgreSQL channel every save announces its revision
 // on, in the saving transaction, so listeners hear it only once it commits.
+// Channels are shared by the whole database, so the payload names the
+// schema ("<schema>:<revision>"): deployments (or test runs) in other
+// schemas of the same database do not move this one's head.
 const notifyChannel = "superagent_prompt_revision"
 
 // headWatcher spares PostgreSQL a round trip per model request: one
@@ -90,7 +94,7 @@ func (s *Service) notify(ctx context.Context, tx *db.Tx, rev int64) error {
 	if s.db.Dialect() != db.Postgres {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, strconv.FormatInt(rev, 10))
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, current_schema() || ':' || $2)`, notifyChannel, strconv.FormatInt(rev, 10))
 	return err
 }
 
@@ -168,6 +172,10 @@ func (s *Service) listenOnce(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		return err
 	}
+	var schema string
+	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return err
+	}
 	refresh := func() error {
 		var head int64
 		if err := conn.QueryRow(ctx, headQuery).Scan(&head); err != nil {
@@ -191,8 +199,10 @@ func (s *Service) listenOnce(ctx context.Context, pool *pgxpool.Pool) error {
 		cancel()
 		switch {
 		case err == nil:
-			if rev, perr := strconv.ParseInt(n.Payload, 10, 64); perr == nil {
-				s.watch.advance(rev)
+			if from, rev, ok := strings.Cut(n.Payload, ":"); ok && from == schema {
+				if r, perr := strconv.ParseInt(rev, 10, 64); perr == nil {
+					s.watch.advance(r)
+				}
 			}
 		case ctx.Err() != nil:
 			return ctx.Err()
