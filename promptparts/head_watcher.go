@@ -67,7 +67,14 @@ func (s *Service) latestRevision(ctx context.Context) (int64, error) {
 		}
 		return head, nil
 	}
-	return s.store.head(ctx, s.db)
+	head, err := s.store.head(ctx, s.db)
+	if err == nil {
+		// A listener that starts (or comes back) may not have read the
+		// notification of a save a caller has already seen here: keep the
+		// head from going back when calls switch to the listener.
+		s.watch.advance(head)
+	}
+	return head, err
 }
 
 // headStatement is the head query prepared once on SQLite, where parsing it
