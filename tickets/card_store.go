@@ -313,23 +313,7 @@ func (s *Store) Candidates(ctx context.Context, q db.Querier, limit int) ([]Card
 }
 
 func (s *Store) listCards(ctx context.Context, q db.Querier, query string, args ...any) ([]Card, error) {
-	rows, err := q.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing cards: %w", err)
-	}
-	defer rows.Close()
-	out := []Card{}
-	for rows.Next() {
-		c, err := scanCard(rows)
-		if err != nil {
-			return nil, fmt.Errorf("listing cards: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing cards: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, q, "listing cards", scanCard, query, args...)
 }
 
 // FullText returns a card's whole text, the target of its TextPointer.

@@ -36,29 +36,16 @@ type Note struct {
 // made it and those attached to it) and the follow-ups in the Threads it
 // follows.
 func (s *Store) Inbox(ctx context.Context, q db.Querier, ticketID int64, limit int) ([]InboxCard, error) {
-	rows, err := q.Query(ctx, strings.Replace(cardSelect, "SELECT ", "SELECT c.routing_note, ", 1)+`
+	return queryAll(ctx, q, fmt.Sprintf("reading the inbox of ticket %d", ticketID), func(row scanner) (InboxCard, error) {
+		var ic InboxCard
+		c, err := scanCard(prefixScanner{row, &ic.RoutingNote})
+		ic.Card = c
+		return ic, err
+	}, strings.Replace(cardSelect, "SELECT ", "SELECT c.routing_note, ", 1)+`
 WHERE (c.ticket_id = $1 AND c.state = 'routed'
        OR c.id IN (SELECT card_id FROM follow_up_notices WHERE ticket_id = $1))
   AND NOT EXISTS (SELECT 1 FROM ticket_deliveries d WHERE d.ticket_id = $1 AND d.card_id = c.id)
 ORDER BY c.id LIMIT $2`, ticketID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("reading the inbox of ticket %d: %w", ticketID, err)
-	}
-	defer rows.Close()
-	var out []InboxCard
-	for rows.Next() {
-		var ic InboxCard
-		c, err := scanCard(prefixScanner{rows, &ic.RoutingNote})
-		if err != nil {
-			return nil, fmt.Errorf("reading the inbox of ticket %d: %w", ticketID, err)
-		}
-		ic.Card = c
-		out = append(out, ic)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("reading the inbox of ticket %d: %w", ticketID, err)
-	}
-	return out, nil
 }
 
 // prefixScanner scans one extra leading column into first.
@@ -95,48 +82,22 @@ type Delivery struct {
 
 // Deliveries lists what a Ticket's Executor was given or kept from, by card.
 func (s *Store) Deliveries(ctx context.Context, q db.Querier, ticketID int64) ([]Delivery, error) {
-	rows, err := q.Query(ctx, `SELECT card_id, state, reason, created_at FROM ticket_deliveries
-WHERE ticket_id = $1 ORDER BY card_id`, ticketID)
-	if err != nil {
-		return nil, fmt.Errorf("listing deliveries of ticket %d: %w", ticketID, err)
-	}
-	defer rows.Close()
-	var out []Delivery
-	for rows.Next() {
+	return queryAll(ctx, q, fmt.Sprintf("listing deliveries of ticket %d", ticketID), func(row scanner) (Delivery, error) {
 		var d Delivery
-		if err := rows.Scan(&d.CardID, &d.State, &d.Reason, &d.CreatedAt); err != nil {
-			return nil, fmt.Errorf("listing deliveries of ticket %d: %w", ticketID, err)
-		}
+		err := row.Scan(&d.CardID, &d.State, &d.Reason, &d.CreatedAt)
 		d.CreatedAt = d.CreatedAt.UTC()
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing deliveries of ticket %d: %w", ticketID, err)
-	}
-	return out, nil
+		return d, err
+	}, `SELECT card_id, state, reason, created_at FROM ticket_deliveries WHERE ticket_id = $1 ORDER BY card_id`, ticketID)
 }
 
 // PendingNotes lists the notes not yet given to a Ticket's Executor.
 func (s *Store) PendingNotes(ctx context.Context, q db.Querier, ticketID int64) ([]Note, error) {
-	rows, err := q.Query(ctx, `SELECT id, ticket_id, text, created_at FROM ticket_notes
-WHERE ticket_id = $1 AND delivered_at IS NULL ORDER BY id`, ticketID)
-	if err != nil {
-		return nil, fmt.Errorf("listing notes of ticket %d: %w", ticketID, err)
-	}
-	defer rows.Close()
-	var out []Note
-	for rows.Next() {
+	return queryAll(ctx, q, fmt.Sprintf("listing notes of ticket %d", ticketID), func(row scanner) (Note, error) {
 		var n Note
-		if err := rows.Scan(&n.ID, &n.TicketID, &n.Text, &n.CreatedAt); err != nil {
-			return nil, fmt.Errorf("listing notes of ticket %d: %w", ticketID, err)
-		}
+		err := row.Scan(&n.ID, &n.TicketID, &n.Text, &n.CreatedAt)
 		n.CreatedAt = n.CreatedAt.UTC()
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing notes of ticket %d: %w", ticketID, err)
-	}
-	return out, nil
+		return n, err
+	}, `SELECT id, ticket_id, text, created_at FROM ticket_notes WHERE ticket_id = $1 AND delivered_at IS NULL ORDER BY id`, ticketID)
 }
 
 // MarkNoteDelivered records that a note reached the Executor.

@@ -145,23 +145,7 @@ func (s *Store) Intent(ctx context.Context, q db.Querier, key string) (Outgoing,
 }
 
 func (s *Store) listOutgoing(ctx context.Context, q db.Querier, where string, args ...any) ([]Outgoing, error) {
-	rows, err := q.Query(ctx, "SELECT "+outgoingColumns+" FROM outgoing_messages "+where, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing outgoing messages: %w", err)
-	}
-	defer rows.Close()
-	out := []Outgoing{}
-	for rows.Next() {
-		o, err := scanOutgoing(rows)
-		if err != nil {
-			return nil, fmt.Errorf("listing outgoing messages: %w", err)
-		}
-		out = append(out, o)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing outgoing messages: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, q, "listing outgoing messages", scanOutgoing, "SELECT "+outgoingColumns+" FROM outgoing_messages "+where, args...)
 }
 
 // RetryStale returns to pending the intents stuck in sending since before

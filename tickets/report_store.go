@@ -51,24 +51,12 @@ VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
 const reportSelect = `SELECT id, ticket_id, COALESCE(session_id, 0), state, summary, human_action, message, created_at FROM ticket_reports `
 
 func (s *Store) listReports(ctx context.Context, q db.Querier, query string, args ...any) ([]Report, error) {
-	rows, err := q.Query(ctx, reportSelect+query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing reports: %w", err)
-	}
-	defer rows.Close()
-	out := []Report{}
-	for rows.Next() {
+	return queryAll(ctx, q, "listing reports", func(row scanner) (Report, error) {
 		var r Report
-		if err := rows.Scan(&r.ID, &r.TicketID, &r.SessionID, &r.State, &r.Summary, &r.HumanAction, &r.Message, &r.CreatedAt); err != nil {
-			return nil, fmt.Errorf("listing reports: %w", err)
-		}
+		err := row.Scan(&r.ID, &r.TicketID, &r.SessionID, &r.State, &r.Summary, &r.HumanAction, &r.Message, &r.CreatedAt)
 		r.CreatedAt = r.CreatedAt.UTC()
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing reports: %w", err)
-	}
-	return out, nil
+		return r, err
+	}, reportSelect+query, args...)
 }
 
 // Reports lists a Ticket's Reports, oldest first.

@@ -177,24 +177,8 @@ func (s *Store) TicketBySourceCard(ctx context.Context, q db.Querier, cardID int
 // ListTickets returns the most recently updated Tickets first; state ""
 // means every state.
 func (s *Store) ListTickets(ctx context.Context, q db.Querier, state string, limit int) ([]Ticket, error) {
-	rows, err := q.Query(ctx, "SELECT "+ticketColumns+` FROM tickets
+	return queryAll(ctx, q, "listing tickets", scanTicket, "SELECT "+ticketColumns+` FROM tickets
 WHERE ($1 = '' OR state = $1) ORDER BY updated_at DESC, id DESC LIMIT $2`, state, limit)
-	if err != nil {
-		return nil, fmt.Errorf("listing tickets: %w", err)
-	}
-	defer rows.Close()
-	out := []Ticket{}
-	for rows.Next() {
-		t, err := scanTicket(rows)
-		if err != nil {
-			return nil, fmt.Errorf("listing tickets: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing tickets: %w", err)
-	}
-	return out, nil
 }
 
 // ErrPaused is returned when automatic work tries to move a paused Ticket:
