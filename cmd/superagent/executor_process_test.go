@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,7 +23,6 @@ import (
 	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
 	"github.com/superagent-dev/superagent/orchestrator"
-	"github.com/superagent-dev/superagent/webhooks"
 )
 
 const helloRepo = "Codertocat/Hello-World"
@@ -128,21 +126,9 @@ func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
 		})
 		first := start(t, "serve-1", env(), "serve")
 		first.waitHTTP("/readyz", 30*time.Second)
-		deliver := func(p *proc, event, guid string, body []byte) {
-			req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+p.addr+"/webhooks/github", bytes.NewReader(body))
-			require.NoError(t, err)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("X-GitHub-Event", event)
-			req.Header.Set("X-GitHub-Delivery", guid)
-			req.Header.Set("X-Hub-Signature-256", webhooks.Sign(secret, body))
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			_ = resp.Body.Close()
-			require.Equal(t, http.StatusAccepted, resp.StatusCode)
-		}
 		installation, err := os.ReadFile(filepath.Join("testdata", "installation.created.json"))
 		require.NoError(t, err)
-		deliver(first, "installation", "exec-install", installation)
+		deliverGitHub(t, first, secret, "installation", "exec-install", installation)
 		waitFor(t, 30*time.Second, "the installation to be recorded", func() bool {
 			var n int
 			require.NoError(t, openDB(t, dbURL).QueryRow(context.Background(), "SELECT count(*) FROM github_repositories WHERE full_name = $1", helloRepo).Scan(&n))
@@ -156,7 +142,7 @@ func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
 		payload["comment"].(map[string]any)["body"] = "@superagent please fix the typo in the README"
 		body, err := json.Marshal(payload)
 		require.NoError(t, err)
-		deliver(first, "issue_comment", "exec-1", body)
+		deliverGitHub(t, first, secret, "issue_comment", "exec-1", body)
 
 		select {
 		case <-created:

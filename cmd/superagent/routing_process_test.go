@@ -61,18 +61,7 @@ func TestRequestIsRoutedIntoATicket(t *testing.T) {
 		}, "serve")
 		p.waitHTTP("/readyz", 30*time.Second)
 
-		deliver := func(event, guid string, body []byte) {
-			req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+p.addr+"/webhooks/github", bytes.NewReader(body))
-			require.NoError(t, err)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("X-GitHub-Event", event)
-			req.Header.Set("X-GitHub-Delivery", guid)
-			req.Header.Set("X-Hub-Signature-256", webhooks.Sign(secret, body))
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			_ = resp.Body.Close()
-			require.Equal(t, http.StatusAccepted, resp.StatusCode)
-		}
+		deliver := func(event, guid string, body []byte) { deliverGitHub(t, p, secret, event, guid, body) }
 		// The App is installed on the repository first (GitHub sends this
 		// when the team installs it), then someone asks for work.
 		installation, err := os.ReadFile(filepath.Join("testdata", "installation.created.json"))
@@ -125,6 +114,22 @@ func TestRequestIsRoutedIntoATicket(t *testing.T) {
 		code, _ := p.stop(10 * time.Second)
 		require.Equal(t, 0, code)
 	})
+}
+
+// deliverGitHub posts a signed webhook delivery to p, as GitHub does, and
+// requires that it is accepted.
+func deliverGitHub(t *testing.T, p *proc, secret, event, guid string, body []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+p.addr+"/webhooks/github", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", event)
+	req.Header.Set("X-GitHub-Delivery", guid)
+	req.Header.Set("X-Hub-Signature-256", webhooks.Sign(secret, body))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
 }
 
 func openDB(t *testing.T, url string) *db.DB {
