@@ -14,6 +14,7 @@ import (
 
 	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/tickets"
+	"github.com/superagent-dev/superagent/webhooks"
 )
 
 // errNoGitHub refuses GitHub work where the App is not set up.
@@ -21,14 +22,17 @@ var errNoGitHub = errors.New("the GitHub App is not configured")
 
 // installation finds the App installation that covers repo.
 func (e *Executor) installation(ctx context.Context, repo string) (int64, error) {
-	var id int64
-	err := e.deps.DB.QueryRow(ctx, `SELECT installation_id FROM github_repositories
-WHERE LOWER(full_name) = LOWER($1) AND active ORDER BY id LIMIT 1`, repo).Scan(&id)
+	id, err := webhooks.InstallationFor(ctx, e.deps.DB, repo)
+	if err == nil && id == 0 {
+		err = errNotInstalled
+	}
 	if err != nil {
 		return 0, fmt.Errorf("finding the installation of %s (is the App installed there?): %w", repo, err)
 	}
 	return id, nil
 }
+
+var errNotInstalled = errors.New("no active installation covers it")
 
 // installationClient is a GitHub client acting as the installation that
 // covers repo.

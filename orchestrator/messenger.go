@@ -16,6 +16,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
+	"github.com/superagent-dev/superagent/webhooks"
 )
 
 // Kinds of outgoing messages the main Session's host sends.
@@ -103,8 +104,10 @@ func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
 	}
 	owner, repo, what := t[1], t[2], t[3]
 	id, _ := strconv.ParseInt(t[4], 10, 64)
-	var inst int64
-	err := m.DB.QueryRow(ctx, `SELECT installation_id FROM github_repositories WHERE full_name = $1 AND active ORDER BY id LIMIT 1`, owner+"/"+repo).Scan(&inst)
+	inst, err := webhooks.InstallationFor(ctx, m.DB, owner+"/"+repo)
+	if err == nil && inst == 0 {
+		err = errors.New("no active installation covers it")
+	}
 	if err != nil {
 		return fmt.Errorf("finding the installation of %s/%s: %w", owner, repo, err)
 	}

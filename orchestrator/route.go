@@ -10,6 +10,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/session"
 	"github.com/superagent-dev/superagent/policy"
 	"github.com/superagent-dev/superagent/tickets"
+	"github.com/superagent-dev/superagent/webhooks"
 )
 
 // Decision is one routing decision of orchestrator_route.
@@ -168,11 +169,11 @@ func (o *Orchestrator) newTicket(ctx context.Context, tx *db.Tx, c tickets.Card,
 		repo = c.Thread.Repo
 	}
 	if repo != "" {
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM github_repositories WHERE full_name = $1 AND active`, repo).Scan(&n); err != nil {
+		inst, err := webhooks.InstallationFor(ctx, tx, repo)
+		if err != nil {
 			return "", fmt.Errorf("checking repository %s: %w", repo, err)
 		}
-		if n == 0 {
+		if inst == 0 {
 			return "", refuse("the GitHub App is not installed on %s", repo)
 		}
 		t.Repo, t.Mandate.Repos = repo, []string{repo}

@@ -102,8 +102,15 @@ ORDER BY i.id, r.full_name`)
 // InstallationFor returns the id of the active installation covering repo
 // (owner/name), or 0.
 func (s *Service) InstallationFor(ctx context.Context, repo string) (int64, error) {
+	return InstallationFor(ctx, s.d, repo)
+}
+
+// InstallationFor returns the id of the active installation covering repo
+// (owner/name), or 0, for the parts that act on a repository as the App:
+// the main Session's messages and the Executors.
+func InstallationFor(ctx context.Context, q db.Querier, repo string) (int64, error) {
 	var id int64
-	err := s.d.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 SELECT r.installation_id FROM github_repositories r JOIN github_installations i ON i.id = r.installation_id
 WHERE LOWER(r.full_name) = LOWER($1) AND r.active AND i.state = 'active' ORDER BY r.updated_at DESC LIMIT 1`, repo).Scan(&id)
 	if err != nil {
