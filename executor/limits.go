@@ -32,21 +32,6 @@ func (e *Executor) automated(ctx context.Context, a tickets.Author) (bool, error
 	return slices.ContainsFunc(settings.Sections.Communication.ReviewBots, func(l string) bool { return strings.ToLower(l) == login }), nil
 }
 
-// earlier counts the cards of a kind (and author, when not empty) on the
-// Ticket's pull request that its Executor was given or kept from before.
-func (e *Executor) earlier(ctx context.Context, t tickets.Ticket, kind, author string) (int, error) {
-	key := pullKey(t.Repo, t.PullNumber)
-	var n int
-	err := e.deps.DB.QueryRow(ctx, `SELECT COUNT(*) FROM ticket_deliveries d
-JOIN cards c ON c.id = d.card_id JOIN threads th ON th.id = c.thread_id
-WHERE d.ticket_id = $1 AND c.kind = $2 AND ($3 = '' OR LOWER(c.author_login) = $3)
-  AND (th.key = $4 OR th.key LIKE $5)`, t.ID, kind, strings.ToLower(author), key, key+"/%").Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("counting earlier %s cards of ticket %d: %w", kind, t.ID, err)
-	}
-	return n, nil
-}
-
 // reviewRound keeps an automated reviewer to its rounds: each of its
 // reviews on the pull request is a round, and past the limit its reviews
 // and comments are recorded but not delivered.
@@ -55,7 +40,9 @@ func (e *Executor) reviewRound(ctx context.Context, t tickets.Ticket, c tickets.
 	if err != nil || !bot {
 		return verdict{}, err
 	}
-	rounds, err := e.earlier(ctx, t, "review", c.Author.Login)
+	// Each of its earlier reviews on the pull request, given or withheld,
+	// was a round.
+	rounds, err := e.deps.Tickets.CountDeliveries(ctx, e.deps.DB, t.ID, pullKey(t.Repo, t.PullNumber), "review", c.Author.Login)
 	if err != nil {
 		return verdict{}, err
 	}

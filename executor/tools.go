@@ -214,12 +214,11 @@ func (e *Executor) promptsRead(ctx context.Context, call session.Call) (string, 
 	if err != nil {
 		return "", err
 	}
-	var n int
-	if err := e.deps.DB.QueryRow(ctx, `SELECT COUNT(*) FROM session_requests r JOIN sessions s ON s.id = r.session_id
-WHERE s.ticket_id = $1 AND r.prompt_revision = $2`, call.TicketID, a.Revision).Scan(&n); err != nil {
-		return "", fmt.Errorf("checking the revisions of ticket %d: %w", call.TicketID, err)
+	used, err := e.sessions.Store().UsedRevision(ctx, e.deps.DB, call.TicketID, a.Revision)
+	if err != nil {
+		return "", err
 	}
-	if n == 0 {
+	if !used {
 		return "", session.Refuse("this Ticket's Sessions never worked under revision %d", a.Revision)
 	}
 	in, err := e.promptInput(ctx, call.TicketID)

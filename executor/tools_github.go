@@ -500,7 +500,7 @@ func (e *Executor) githubRead(ctx context.Context, call session.Call) (string, e
 		return "", err
 	}
 	if a.What == "card" {
-		if ok, err := e.received(ctx, e.deps.DB, call.TicketID, a.ID); err != nil {
+		if ok, err := e.deps.Tickets.Received(ctx, e.deps.DB, call.TicketID, a.ID); err != nil {
 			return "", err
 		} else if !ok {
 			return "", session.Refuse("card %d is not one this Ticket received", a.ID)

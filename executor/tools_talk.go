@@ -25,20 +25,9 @@ type replyArgs struct {
 	InReplyTo int64  `json:"in_reply_to"`
 }
 
-// received reports whether a card was given to the Ticket's Executor.
-func (e *Executor) received(ctx context.Context, q db.Querier, ticketID, cardID int64) (bool, error) {
-	var n int
-	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM ticket_deliveries WHERE ticket_id = $1 AND card_id = $2 AND state = 'delivered'`,
-		ticketID, cardID).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("checking the cards of ticket %d: %w", ticketID, err)
-	}
-	return n > 0, nil
-}
-
 // messageOf reads a card the Ticket's Executor was given.
 func (e *Executor) messageOf(ctx context.Context, ticketID, cardID int64) (tickets.Card, error) {
-	ok, err := e.received(ctx, e.deps.DB, ticketID, cardID)
+	ok, err := e.deps.Tickets.Received(ctx, e.deps.DB, ticketID, cardID)
 	if err != nil {
 		return tickets.Card{}, err
 	}
@@ -529,21 +518,10 @@ func (e *Executor) unrelated(ctx context.Context, call session.Call) (string, er
 		if returned, err = e.deps.Tickets.Disown(ctx, tx, t.ID, th.ID); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT n.card_id FROM follow_up_notices n JOIN cards c ON c.id = n.card_id
-WHERE n.ticket_id = $1 AND c.thread_id = $2 AND c.state = 'follow_up'`, t.ID, th.ID)
+		held, err := e.deps.Tickets.HeldFollowUps(ctx, tx, t.ID, th.ID)
 		if err != nil {
-			return fmt.Errorf("listing the follow-ups of %s: %w", key, err)
+			return err
 		}
-		var held []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			held = append(held, id)
-		}
-		rows.Close()
 		for _, id := range held {
 			if _, err := e.deps.Orchestrator.HandBack(ctx, tx, tickets.HandBack{CardID: id, TicketID: t.ID, Reason: "unrelated thread: " + a.Reason}); err != nil {
 				return err

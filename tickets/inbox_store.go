@@ -170,3 +170,42 @@ WHERE thread_id = $2 AND ticket_id = $1 AND state = 'routed'
 	}
 	return n, nil
 }
+
+// Received reports whether a card was given to a Ticket's Executor (not
+// merely withheld from it).
+func (s *Store) Received(ctx context.Context, q db.Querier, ticketID, cardID int64) (bool, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM ticket_deliveries WHERE ticket_id = $1 AND card_id = $2 AND state = 'delivered'`,
+		ticketID, cardID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("checking whether ticket %d received card %d: %w", ticketID, cardID, err)
+	}
+	return n > 0, nil
+}
+
+// CountDeliveries counts the cards of a kind (by author, when not empty,
+// case-insensitively) in the Thread with key or the Threads below it (a
+// pull request's review threads) that a Ticket's Executor was given or kept
+// from.
+func (s *Store) CountDeliveries(ctx context.Context, q db.Querier, ticketID int64, key, kind, author string) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM ticket_deliveries d
+JOIN cards c ON c.id = d.card_id JOIN threads th ON th.id = c.thread_id
+WHERE d.ticket_id = $1 AND c.kind = $2 AND ($3 = '' OR LOWER(c.author_login) = $3)
+  AND (th.key = $4 OR th.key LIKE $5)`, ticketID, kind, strings.ToLower(author), key, key+"/%").Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting %s cards of ticket %d: %w", kind, ticketID, err)
+	}
+	return n, nil
+}
+
+// HeldFollowUps lists the follow-up cards of a Thread that reached a
+// Ticket and are still follow-ups (not handed back or routed since).
+func (s *Store) HeldFollowUps(ctx context.Context, q db.Querier, ticketID, threadID int64) ([]int64, error) {
+	return queryAll(ctx, q, fmt.Sprintf("listing the follow-ups of ticket %d in thread %d", ticketID, threadID),
+		func(row scanner) (int64, error) {
+			var id int64
+			return id, row.Scan(&id)
+		}, `SELECT n.card_id FROM follow_up_notices n JOIN cards c ON c.id = n.card_id
+WHERE n.ticket_id = $1 AND c.thread_id = $2 AND c.state = 'follow_up' ORDER BY n.card_id`, ticketID, threadID)
+}

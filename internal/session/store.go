@@ -378,6 +378,18 @@ func scanTotals(row db.Row) (Totals, error) {
 	return t, err
 }
 
+// UsedRevision reports whether any model request of a Ticket's Sessions
+// was made under prompt revision rev.
+func (st *Store) UsedRevision(ctx context.Context, q db.Querier, ticketID, rev int64) (bool, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM session_requests r JOIN sessions s ON s.id = r.session_id
+WHERE s.ticket_id = $1 AND r.prompt_revision = $2`, ticketID, rev).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("checking the revisions of ticket %d: %w", ticketID, err)
+	}
+	return n > 0, nil
+}
+
 // TicketTotals sums the usage of every Session of a Ticket.
 func (st *Store) TicketTotals(ctx context.Context, q db.Querier, ticketID int64) (Totals, error) {
 	t, err := scanTotals(q.QueryRow(ctx, totalsSelect+`WHERE ticket_id = $1`, ticketID))
