@@ -12,8 +12,8 @@ import (
 
 	"github.com/superagent-dev/superagent/executor"
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/internal/dbtest"
-	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	"github.com/superagent-dev/superagent/tickets"
 )
 

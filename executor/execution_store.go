@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/session"
 )
 
 // execution is a Ticket's Executor state: its Session and whether it has

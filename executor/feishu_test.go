@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/internal/dbtest"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	"github.com/superagent-dev/superagent/internal/feishu"
-	fakefeishu "github.com/superagent-dev/superagent/internal/testfake/feishu"
-	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
+	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/tickets"
 )
 

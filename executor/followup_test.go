@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
-	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
 )

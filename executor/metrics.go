@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/superagent-dev/superagent/internal/metric"
-	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/session"
 )
 
 // metrics of the Executors; with no Registerer they are kept but not

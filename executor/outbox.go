@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
 

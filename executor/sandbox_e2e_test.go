@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/internal/dbtest"
-	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 )
 
 // webhookSecret is a secret the service holds in its environment.

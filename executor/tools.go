@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/orchestrator"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/superagent-dev/superagent/executor/workspace"
-	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
 

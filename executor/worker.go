@@ -11,7 +11,7 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/lease"
-	"github.com/superagent-dev/superagent/internal/session"
+	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/tickets"
 )

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/internal/dbtest"
-	fakefeishu "github.com/superagent-dev/superagent/internal/testfake/feishu"
-	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/policy"
 	"github.com/superagent-dev/superagent/promptparts"

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/internal/dbtest"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 )
 
 func partOf(t *testing.T, o Overview, key string) Part {

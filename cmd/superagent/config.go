@@ -16,7 +16,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/secret"
-	"github.com/superagent-dev/superagent/internal/setup"
+	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
 )
 
 // config is everything the service reads from its environment. Only this

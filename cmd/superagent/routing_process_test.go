@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
-	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
-	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/webhooks"
 )
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/superagent-dev/superagent/internal/doctor"
-	"github.com/superagent-dev/superagent/internal/setup"
+	"github.com/superagent-dev/superagent/cmd/superagent/internal/doctor"
+	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
 )
 
 const setupUsage = `Usage:

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/feishu"
-	fakefeishu "github.com/superagent-dev/superagent/internal/testfake/feishu"
+	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 )
 
 // fakeClock advances only when slept on.

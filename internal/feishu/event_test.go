@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/feishu"
-	fakefeishu "github.com/superagent-dev/superagent/internal/testfake/feishu"
+	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 )
 
 func ms(v int64) time.Time { return time.UnixMilli(v).UTC() }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/feishu"
-	fakefeishu "github.com/superagent-dev/superagent/internal/testfake/feishu"
+	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 )
 
 // The shape of POST /webhooks/feishu: authenticate, answer a challenge, parse,

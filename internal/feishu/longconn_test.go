@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/feishu"
-	fakefeishu "github.com/superagent-dev/superagent/internal/testfake/feishu"
+	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 )
 
 type received struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/githubapp"
-	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 )
 
 func newClient(t *testing.T, fake *fakegithub.Server, waits *[]time.Duration) *githubapp.Client {

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/githubapp"
-	"github.com/superagent-dev/superagent/internal/metrictest"
-	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
+	"github.com/superagent-dev/superagent/internal/testkit/metrictest"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 )
 
 // fakeClock moves only when waited on.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/model"
-	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 )
 
 // sleeper records the waits the client asks for and returns at once.

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/model"
-	fakeopenai "github.com/superagent-dev/superagent/internal/testfake/openai"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 )
 
 func TestParseUsage(t *testing.T) {

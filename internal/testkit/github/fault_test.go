@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/require"
 
-	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 )
 
 // A slow fault with no status lets the write land while its caller, who

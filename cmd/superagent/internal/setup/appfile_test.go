@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/superagent-dev/superagent/internal/setup"
+	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
 )
 
 func newServer(t *testing.T, h http.Handler) string {

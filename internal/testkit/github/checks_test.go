@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/require"
 
-	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 )
 
 func TestChecksAndLogs(t *testing.T) {

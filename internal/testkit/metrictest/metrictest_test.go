@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/superagent-dev/superagent/internal/metrictest"
+	"github.com/superagent-dev/superagent/internal/testkit/metrictest"
 )
 
 func TestValue(t *testing.T) {

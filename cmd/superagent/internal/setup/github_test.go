@@ -18,8 +18,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/superagent-dev/superagent/internal/setup"
-	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
+	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 )
 
 // conversion answers POST /app-manifests/{code}/conversions in GitHub's shape

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	fakefeishu "github.com/superagent-dev/superagent/internal/testfake/feishu"
+	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

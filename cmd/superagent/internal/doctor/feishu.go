@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/superagent-dev/superagent/internal/setup"
+	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
 )
 
 // feishuApp mints a tenant token and reads the bot's identity.

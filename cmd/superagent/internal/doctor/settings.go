@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/internal/setup"
+	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
 )
 
 // doctor carries state between checks: the database handle opened by one

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/githubapp"
-	fakegithub "github.com/superagent-dev/superagent/internal/testfake/github"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 )
 
 const repoName = "octo/widgets"

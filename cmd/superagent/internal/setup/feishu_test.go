@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/superagent-dev/superagent/internal/setup"
-	fakefeishu "github.com/superagent-dev/superagent/internal/testfake/feishu"
+	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
+	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 )
 
 func TestCheckFeishu(t *testing.T) {
