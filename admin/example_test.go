@@ -9,8 +9,8 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/internal/queue"
-	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	"github.com/superagent-dev/superagent/internal/feishu"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/tickets"

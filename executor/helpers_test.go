@@ -25,11 +25,11 @@ import (
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/secret"
-	"github.com/superagent-dev/superagent/session"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
-	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/session"
 )
 
 // Tool names of an Executor Session (docs/tools.md; SPEC §12 fixes

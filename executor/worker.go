@@ -11,8 +11,8 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/lease"
-	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
 

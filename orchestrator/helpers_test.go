@@ -20,12 +20,12 @@ import (
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/queue"
-	"github.com/superagent-dev/superagent/session"
 	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
 

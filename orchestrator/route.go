@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/policy"
+	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 	"github.com/superagent-dev/superagent/webhooks"
 )

@@ -14,8 +14,8 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/secret"
-	"github.com/superagent-dev/superagent/session"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/session"
 )
 
 func TestMain(m *testing.M) {

@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/secret"
-	"github.com/superagent-dev/superagent/session"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/session"
 )
 
 func TestRolloverThroughHandoff(t *testing.T) {

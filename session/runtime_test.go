@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	"github.com/superagent-dev/superagent/internal/model"
-	"github.com/superagent-dev/superagent/session"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/session"
 )
 
 const pathSchema = `{"type":"object","properties":{"path":{"type":"string","minLength":1},"text":{"type":"string"}},"required":["path"],"additionalProperties":false}`

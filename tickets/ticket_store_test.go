@@ -14,8 +14,8 @@ import (
 
 	"github.com/superagent-dev/superagent/admin"
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	"github.com/superagent-dev/superagent/tickets"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	"github.com/superagent-dev/superagent/webhooks"
 )
 

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
 	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/secret"
-	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
 )
 
 // config is everything the service reads from its environment. Only this

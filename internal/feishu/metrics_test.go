@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/feishu"
-	"github.com/superagent-dev/superagent/internal/testkit/metrictest"
 	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
+	"github.com/superagent-dev/superagent/internal/testkit/metrictest"
 )
 
 func setupMetrics(t *testing.T) (*feishu.Client, *fakefeishu.Server, *fakeClock, *prometheus.Registry) {

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/githubapp"
-	"github.com/superagent-dev/superagent/internal/testkit/metrictest"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
+	"github.com/superagent-dev/superagent/internal/testkit/metrictest"
 )
 
 // fakeClock moves only when waited on.

@@ -17,9 +17,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/superagent-dev/superagent/cmd/superagent/internal/doctor"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
-	"github.com/superagent-dev/superagent/cmd/superagent/internal/doctor"
 	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"

@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
-	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
+	"github.com/superagent-dev/superagent/internal/githubapp"
 )
 
 // githubApp signs an App JWT and reads the App, lists its installations and

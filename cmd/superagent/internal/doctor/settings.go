@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
+	"github.com/superagent-dev/superagent/internal/db"
 )
 
 // doctor carries state between checks: the database handle opened by one
