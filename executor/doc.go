@@ -2,7 +2,7 @@
 // Ticket that carries the work from the request to a verified pull
 // request, unattended.
 //
-// A River job (orchestrator.ExecuteArgs) runs a Ticket's Executor, at most
+// A River job (jobs.ExecuteArgs) runs a Ticket's Executor, at most
 // one at a time per Ticket: a lease in the executions table, renewed while
 // the job works, keeps a second job waiting. The job gives the Session the
 // cards and notes that reached the Ticket (its inbox), prepares the

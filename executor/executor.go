@@ -17,7 +17,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/internal/secret"
-	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -66,10 +66,11 @@ type Config struct {
 type Deps struct {
 	DB      *db.DB
 	Tickets *tickets.Store
-	// Orchestrator stores Reports and hand-backs (and wakes the main
-	// Session) and enqueues Executor jobs.
-	Orchestrator *orchestrator.Orchestrator
-	Prompts      *promptparts.Service
+	// Wake stores Reports and hand-backs (and wakes the main Session) and
+	// enqueues Executor jobs; use the main Session's
+	// (orchestrator.Orchestrator.Waker), so turns keep its Debounce.
+	Wake    *jobs.Waker
+	Prompts *promptparts.Service
 	// Model is the Executor's model client.
 	Model session.Model
 	// Scrubber keeps secrets out of transcripts, messages and logs.
@@ -127,7 +128,7 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 	}
 	var problems []error
 	for name, missing := range map[string]bool{
-		"Deps.DB": deps.DB == nil, "Deps.Tickets": deps.Tickets == nil, "Deps.Orchestrator": deps.Orchestrator == nil,
+		"Deps.DB": deps.DB == nil, "Deps.Tickets": deps.Tickets == nil, "Deps.Wake": deps.Wake == nil,
 		"Deps.Prompts": deps.Prompts == nil, "Deps.Model": deps.Model == nil, "Deps.Workspaces": deps.Workspaces == nil,
 		"Deps.Scrubber": deps.Scrubber == nil,
 	} {
@@ -159,7 +160,7 @@ func graphQLURL(rest string) string {
 	return rest + "/graphql"
 }
 
-// Register adds the Executor's worker for orchestrator.ExecuteArgs to q,
+// Register adds the Executor's worker for jobs.ExecuteArgs to q,
 // and the watchdog that restarts Executors whose process died, every
 // LeaseTTL.
 func (e *Executor) Register(q *queue.Queue) {

@@ -16,7 +16,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	"github.com/superagent-dev/superagent/internal/testkit/metrictest"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
-	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -39,7 +39,7 @@ func TestTypoFixBecomesADraftPullRequest(t *testing.T) {
 		require.Len(t, prs, 1)
 		require.True(t, prs[0].Draft, "a pull request opens as a draft")
 		require.Equal(t, branch, prs[0].Head)
-		require.True(t, strings.HasPrefix(prs[0].Body, orchestrator.DefaultAgentLine), "the description begins with the agent line")
+		require.True(t, strings.HasPrefix(prs[0].Body, promptparts.DefaultAgentLine), "the description begins with the agent line")
 
 		var confirm, result string
 		for _, c := range e.gh.Comments() {
@@ -50,8 +50,8 @@ func TestTypoFixBecomesADraftPullRequest(t *testing.T) {
 				result = c.Body
 			}
 		}
-		require.True(t, strings.HasPrefix(confirm, orchestrator.DefaultAgentLine+"\n\n"), "the confirmation carries the agent line: %q", confirm)
-		require.True(t, strings.HasPrefix(result, orchestrator.DefaultAgentLine+"\n\n"), "the result carries the agent line: %q", result)
+		require.True(t, strings.HasPrefix(confirm, promptparts.DefaultAgentLine+"\n\n"), "the confirmation carries the agent line: %q", confirm)
+		require.True(t, strings.HasPrefix(result, promptparts.DefaultAgentLine+"\n\n"), "the result carries the agent line: %q", result)
 
 		got, err := e.store.Ticket(ctx, d, tk.ID)
 		require.NoError(t, err)

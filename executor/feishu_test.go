@@ -63,7 +63,7 @@ VALUES ('feishu', 'fs-exec', 'im.message.receive_v1', $1, $2, 'processed') RETUR
 			c, err = e.store.Admit(ctx, tx, tickets.NewCard{DeliveryID: delivery, Source: tickets.SourceFeishu, Kind: "message",
 				Thread: tickets.Thread{Source: tickets.SourceFeishu, Key: "feishu:" + msg.ChatID + "/" + msg.ID, Repo: msg.ChatID},
 				Author: tickets.Author{ID: "ou_member", Type: tickets.AuthorUser}, Addressed: true, AddressedWhy: "mention",
-				Text: "@_user_1 please fix the typo in the README of octo/hello"}, 0, e.o)
+				Text: "@_user_1 please fix the typo in the README of octo/hello"}, 0)
 			if err != nil {
 				return err
 			}

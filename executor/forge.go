@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/superagent-dev/superagent/executor/workspace"
+	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/tickets"
-	"github.com/superagent-dev/superagent/webhooks"
 )
 
 // errNoGitHub refuses GitHub work where the App is not set up.
@@ -22,7 +22,7 @@ var errNoGitHub = errors.New("the GitHub App is not configured")
 
 // installation finds the App installation that covers repo.
 func (e *Executor) installation(ctx context.Context, repo string) (int64, error) {
-	id, err := webhooks.InstallationFor(ctx, e.deps.DB, repo)
+	id, err := githubapp.InstallationFor(ctx, e.deps.DB, repo)
 	if err == nil && id == 0 {
 		err = errNotInstalled
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
-	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -26,9 +26,9 @@ func TestRepeatedFailureReportsBlocked(t *testing.T) {
 		_, err := d.Exec(ctx, `UPDATE github_repositories SET active = FALSE`)
 		require.NoError(t, err)
 
-		job := func(attempt int) *river.Job[orchestrator.ExecuteArgs] {
-			return &river.Job[orchestrator.ExecuteArgs]{JobRow: &rivertype.JobRow{ID: 42, Attempt: attempt},
-				Args: orchestrator.ExecuteArgs{TicketID: tk.ID}}
+		job := func(attempt int) *river.Job[jobs.ExecuteArgs] {
+			return &river.Job[jobs.ExecuteArgs]{JobRow: &rivertype.JobRow{ID: 42, Attempt: attempt},
+				Args: jobs.ExecuteArgs{TicketID: tk.ID}}
 		}
 		w := e.x.Worker()
 		err = w.Work(ctx, job(1))

@@ -27,9 +27,8 @@ import (
 	"github.com/superagent-dev/superagent/internal/secret"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
-	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/promptparts"
-	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -48,7 +47,7 @@ type env struct {
 	model   *fakeopenai.Server
 	store   *tickets.Store
 	prompts *promptparts.Service
-	o       *orchestrator.Orchestrator
+	wake    *jobs.Waker
 	x       *executor.Executor
 	ghc     *githubapp.Client
 	fsc     *feishu.Client // nil unless a test sets up Feishu
@@ -120,7 +119,7 @@ VALUES (100, $1, $2, FALSE, TRUE, $3)`, installation, repo, time.Now().UTC())
 	return e
 }
 
-// executor builds a fresh executor (and orchestrator) over the same
+// executor builds a fresh executor over the same
 // database and fakes, as a restarted process would.
 func (e *env) executor(t *testing.T) *executor.Executor {
 	t.Helper()
@@ -129,15 +128,15 @@ func (e *env) executor(t *testing.T) *executor.Executor {
 		Random: func() float64 { return 0 },
 		Sleep:  func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	require.NoError(t, err)
-	main := session.New(session.Config{}, e.d, client, orchestrator.PromptSource(e.prompts, nil), e.scrub, nil)
-	e.o, err = orchestrator.New(orchestrator.Config{}, orchestrator.Deps{DB: e.d, Tickets: e.store, Sessions: main, Prompts: e.prompts})
-	require.NoError(t, err)
+	// No queue: a test runs the Executor's jobs by hand, and the main
+	// Session's turns are not the Executor's to run.
+	e.wake = &jobs.Waker{Tickets: e.store}
 	ws, err := workspace.NewManager(workspace.Config{Root: filepath.Join(e.dataDir, "workspaces")})
 	require.NoError(t, err)
 	logger := slog.New(secret.NewHandler(slog.NewTextHandler(e.logs, nil), e.scrub))
 	e.reg = prometheus.NewRegistry()
 	x, err := executor.New(executor.Config{Logger: logger, LeaseTTL: 3 * time.Second, Registerer: e.reg},
-		executor.Deps{DB: e.d, Tickets: e.store, Orchestrator: e.o, Prompts: e.prompts, Model: client, Scrubber: e.scrub,
+		executor.Deps{DB: e.d, Tickets: e.store, Wake: e.wake, Prompts: e.prompts, Model: client, Scrubber: e.scrub,
 			Workspaces: ws, GitHub: e.ghc, Feishu: e.fsc})
 	require.NoError(t, err)
 	return x
@@ -193,7 +192,7 @@ func (e *env) admitCard(t *testing.T, nc tickets.NewCard) tickets.Card {
 VALUES ('github', $1, 'issue_comment', $2, $3, 'processed') RETURNING id`, "x"+strconv.Itoa(n), []byte("{}"), time.Now().UTC()).Scan(&nc.DeliveryID))
 	var out tickets.Card
 	require.NoError(t, e.d.InTx(ctx, func(tx *db.Tx) (err error) {
-		out, err = e.store.Admit(ctx, tx, nc, 0, e.o)
+		out, err = e.store.Admit(ctx, tx, nc, 0)
 		return err
 	}))
 	return out

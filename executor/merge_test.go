@@ -12,7 +12,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
-	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/promptparts"
 )
 
 var theirs = regexp.MustCompile(`already in #([0-9]+)`)
@@ -72,7 +72,7 @@ func TestPersonsPullRequestMakesTheExecutorYield(t *testing.T) {
 			require.NotContains(t, c.Body, twoSentences)
 		}
 		require.Len(t, yielded, 1)
-		require.True(t, strings.HasPrefix(yielded[0], orchestrator.DefaultAgentLine+"\n\n"+oneSentence+" octo/hello#"+strconv.Itoa(number)), yielded[0])
+		require.True(t, strings.HasPrefix(yielded[0], promptparts.DefaultAgentLine+"\n\n"+oneSentence+" octo/hello#"+strconv.Itoa(number)), yielded[0])
 	})
 }
 
@@ -167,6 +167,6 @@ func TestReadyNeedsPushedWorkAndScreenshots(t *testing.T) {
 
 		p := e.pull(t, pr)
 		require.False(t, p.Draft)
-		require.True(t, strings.HasPrefix(p.Body, orchestrator.DefaultAgentLine+"\n\n"+shots), p.Body)
+		require.True(t, strings.HasPrefix(p.Body, promptparts.DefaultAgentLine+"\n\n"+shots), p.Body)
 	})
 }

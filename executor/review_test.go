@@ -11,7 +11,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
-	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -115,7 +115,7 @@ func TestDeclinedReviewCommentGetsOneSentence(t *testing.T) {
 		require.Len(t, threads[0].Comments, 2, "one reply, the one-sentence decline")
 		reply := threads[0].Comments[1]
 		require.Equal(t, "superagent[bot]", reply.Login)
-		require.True(t, strings.HasPrefix(reply.Body, orchestrator.DefaultAgentLine+"\n\n"+oneSentence), reply.Body)
+		require.True(t, strings.HasPrefix(reply.Body, promptparts.DefaultAgentLine+"\n\n"+oneSentence), reply.Body)
 		require.NotContains(t, reply.Body, twoSentences)
 		require.False(t, threads[0].Resolved, "a person's declined comment stays open for them")
 		require.Equal(t, id, threads[0].Comments[0].ID)

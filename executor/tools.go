@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
 )
 
@@ -203,7 +203,7 @@ func (e *Executor) agentLine(ctx context.Context) (string, error) {
 	if line := strings.TrimSpace(st.Sections.Communication.AgentLine); line != "" {
 		return line, nil
 	}
-	return orchestrator.DefaultAgentLine, nil
+	return promptparts.DefaultAgentLine, nil
 }
 
 // promptsRead returns the prompt of a revision the Ticket worked under.

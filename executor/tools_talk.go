@@ -13,7 +13,6 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
-	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -188,7 +187,7 @@ func (e *Executor) replyFeishu(ctx context.Context, ticketID int64, card *ticket
 	}
 	var msg string
 	if card != nil {
-		id, err := orchestrator.FeishuMessageID(ctx, e.deps.DB, *card)
+		id, err := tickets.FeishuMessageID(ctx, e.deps.DB, *card)
 		if err != nil {
 			return "", err
 		}
@@ -251,7 +250,7 @@ func (e *Executor) react(ctx context.Context, call session.Call) (string, error)
 			if e.deps.Feishu == nil {
 				return "", errors.New("the Feishu app is not configured")
 			}
-			id, err := orchestrator.FeishuMessageID(ctx, e.deps.DB, c)
+			id, err := tickets.FeishuMessageID(ctx, e.deps.DB, c)
 			if err != nil || id == "" {
 				return "", fmt.Errorf("finding the Feishu message of card %d: %w", c.ID, err)
 			}
@@ -345,7 +344,7 @@ func (e *Executor) report(ctx context.Context, call session.Call) (string, error
 		r.Message = strconv.FormatInt(a.Message, 10)
 	}
 	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
-		if _, err := e.deps.Orchestrator.Report(ctx, tx, r); err != nil {
+		if _, err := e.deps.Wake.Report(ctx, tx, r); err != nil {
 			return err
 		}
 		err := e.deps.Tickets.SetTicketState(ctx, tx, call.TicketID, ticketStates[a.State])
@@ -399,7 +398,7 @@ func (e *Executor) humanAction(ctx context.Context, call session.Call) (string, 
 		r.Message = strconv.FormatInt(a.Message, 10)
 	}
 	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
-		_, err := e.deps.Orchestrator.Report(ctx, tx, r)
+		_, err := e.deps.Wake.Report(ctx, tx, r)
 		return err
 	})
 	if err != nil {
@@ -432,7 +431,7 @@ func (e *Executor) handBack(ctx context.Context, call session.Call) (string, err
 	}
 	var back bool
 	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
-		back, err = e.deps.Orchestrator.HandBack(ctx, tx, tickets.HandBack{CardID: a.Message, TicketID: call.TicketID, Reason: a.Reason})
+		back, err = e.deps.Wake.HandBack(ctx, tx, tickets.HandBack{CardID: a.Message, TicketID: call.TicketID, Reason: a.Reason})
 		return err
 	})
 	if err != nil {
@@ -523,12 +522,12 @@ func (e *Executor) unrelated(ctx context.Context, call session.Call) (string, er
 			return err
 		}
 		for _, id := range held {
-			if _, err := e.deps.Orchestrator.HandBack(ctx, tx, tickets.HandBack{CardID: id, TicketID: t.ID, Reason: "unrelated thread: " + a.Reason}); err != nil {
+			if _, err := e.deps.Wake.HandBack(ctx, tx, tickets.HandBack{CardID: id, TicketID: t.ID, Reason: "unrelated thread: " + a.Reason}); err != nil {
 				return err
 			}
 		}
 		if returned > 0 {
-			return e.deps.Orchestrator.ScheduleTurn(ctx, tx)
+			return e.deps.Wake.ScheduleTurn(ctx, tx)
 		}
 		return nil
 	})

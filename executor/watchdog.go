@@ -116,7 +116,7 @@ WHERE ticket_id = $1 AND holder = $2 AND lease_until < $3`, l.ticket, l.holder, 
 			}
 			revived++
 			e.cfg.Logger.Warn("restarting an executor whose process stopped renewing its lease", "ticket", l.ticket, "holder", l.holder)
-			return e.deps.Orchestrator.EnqueueExecutor(ctx, tx, l.ticket)
+			return e.deps.Wake.WakeExecutor(ctx, tx, l.ticket)
 		})
 		if err != nil {
 			return revived, fmt.Errorf("reviving the executor of ticket %d: %w", l.ticket, err)

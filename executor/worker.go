@@ -11,20 +11,20 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/lease"
-	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
-// Worker runs a Ticket's Executor for orchestrator.ExecuteArgs.
+// Worker runs a Ticket's Executor for jobs.ExecuteArgs.
 type Worker struct {
-	river.WorkerDefaults[orchestrator.ExecuteArgs]
+	river.WorkerDefaults[jobs.ExecuteArgs]
 	e *Executor
 }
 
 // Timeout bounds one job: the Session's wall time and a margin to prepare
 // the workspace and wrap up.
-func (w *Worker) Timeout(*river.Job[orchestrator.ExecuteArgs]) time.Duration {
+func (w *Worker) Timeout(*river.Job[jobs.ExecuteArgs]) time.Duration {
 	return w.e.cfg.Session.MaxWallTime + 10*time.Minute
 }
 
@@ -32,7 +32,7 @@ func (w *Worker) Timeout(*river.Job[orchestrator.ExecuteArgs]) time.Duration {
 // it, this one waits its turn. The holder names the attempt, so a job
 // rescued after its process died waits for the dead attempt's lease to
 // lapse rather than working beside it.
-func (w *Worker) Work(ctx context.Context, job *river.Job[orchestrator.ExecuteArgs]) error {
+func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.ExecuteArgs]) error {
 	holder := fmt.Sprintf("job:%d:%d", job.ID, job.Attempt)
 	err := w.e.Execute(ctx, job.Args.TicketID, holder)
 	w.e.metrics.runs.WithLabelValues(outcome(err)).Inc()
@@ -66,7 +66,7 @@ func (e *Executor) giveUp(ctx context.Context, ticketID int64, cause error) erro
 		if err := e.deps.Tickets.SetTicketState(ctx, tx, ticketID, tickets.TicketWaiting); err != nil && !errors.Is(err, tickets.ErrPaused) {
 			return err
 		}
-		_, err := e.deps.Orchestrator.Report(ctx, tx, tickets.Report{TicketID: ticketID, State: tickets.ReportBlocked,
+		_, err := e.deps.Wake.Report(ctx, tx, tickets.Report{TicketID: ticketID, State: tickets.ReportBlocked,
 			Summary: fmt.Sprintf("The Executor failed %d times in a row and stopped: %s. A person must fix the cause; a new message in the Ticket's Threads starts it again.", maxAttempts, msg)})
 		return err
 	})
@@ -232,7 +232,7 @@ func (e *Executor) settle(ctx context.Context, ticketID int64, s *session.Sessio
 		if err := e.sessions.Store().Stop(ctx, tx, s.ID, "reported"); err != nil {
 			return err
 		}
-		_, err := e.deps.Orchestrator.Report(ctx, tx, tickets.Report{TicketID: ticketID, SessionID: s.ID, State: tickets.ReportBlocked,
+		_, err := e.deps.Wake.Report(ctx, tx, tickets.Report{TicketID: ticketID, SessionID: s.ID, State: tickets.ReportBlocked,
 			Summary: fmt.Sprintf("The Executor stopped at its %s limit; a person must decide how to continue.", s.StateReason)})
 		return err
 	})

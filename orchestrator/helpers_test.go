@@ -23,6 +23,7 @@ import (
 	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
@@ -82,7 +83,7 @@ VALUES (100, $1, 'octo/repo', FALSE, TRUE, $2)`, installation, time.Now().UTC())
 	e.o = e.orchestrator(t)
 	e.o.Register(e.q)
 	// The Executor is package executor's; these tests only count its jobs.
-	queue.AddWorker(e.q, river.WorkFunc(func(context.Context, *river.Job[orchestrator.ExecuteArgs]) error { return nil }))
+	queue.AddWorker(e.q, river.WorkFunc(func(context.Context, *river.Job[jobs.ExecuteArgs]) error { return nil }))
 	require.NoError(t, e.q.Init())
 	return e
 }

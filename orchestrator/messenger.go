@@ -16,7 +16,6 @@ import (
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
-	"github.com/superagent-dev/superagent/webhooks"
 )
 
 // Kinds of outgoing messages the main Session's host sends.
@@ -45,16 +44,13 @@ const staleSend = 2 * time.Minute
 // keeps one reaction per content and App, Feishu one reply per uuid.
 var retrySafe = []string{tickets.SourceGitHub + "/" + KindReaction, tickets.SourceFeishu + "/" + KindComment}
 
-// DefaultAgentLine begins every GitHub message the service writes.
-const DefaultAgentLine = "This is by an automated agent, not a human"
-
 // Messenger sends reactions and messages through the GitHub App and the
 // Feishu client. Either client may be nil when that source is not set up.
 type Messenger struct {
 	DB     *db.DB
 	GitHub *githubapp.Client
 	Feishu *feishu.Client
-	// AgentLine begins every GitHub comment. Default DefaultAgentLine.
+	// AgentLine begins every GitHub comment. Default promptparts.DefaultAgentLine.
 	AgentLine string
 	// Prompts, when set, supplies the line instead: the team's current
 	// Communication setting, read for every message so a change applies at
@@ -76,7 +72,7 @@ func (m *Messenger) agentLine(ctx context.Context) (string, error) {
 	if m.AgentLine != "" {
 		return m.AgentLine, nil
 	}
-	return DefaultAgentLine, nil
+	return promptparts.DefaultAgentLine, nil
 }
 
 var _ Acknowledger = (*Messenger)(nil)
@@ -104,7 +100,7 @@ func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
 	}
 	owner, repo, what := t[1], t[2], t[3]
 	id, _ := strconv.ParseInt(t[4], 10, 64)
-	inst, err := webhooks.InstallationFor(ctx, m.DB, owner+"/"+repo)
+	inst, err := githubapp.InstallationFor(ctx, m.DB, owner+"/"+repo)
 	if err == nil && inst == 0 {
 		err = errors.New("no active installation covers it")
 	}
@@ -184,7 +180,7 @@ func (o *Orchestrator) reactionTarget(ctx context.Context, q db.Querier, c ticke
 		}
 		return "", nil
 	case tickets.SourceFeishu:
-		id, err := o.feishuMessageID(ctx, q, c)
+		id, err := tickets.FeishuMessageID(ctx, q, c)
 		if err != nil || id == "" {
 			return "", err
 		}
@@ -203,35 +199,6 @@ func (o *Orchestrator) messageTarget(ctx context.Context, q db.Querier, c ticket
 		return "", nil
 	}
 	return o.reactionTarget(ctx, q, c)
-}
-
-func (o *Orchestrator) feishuMessageID(ctx context.Context, q db.Querier, c tickets.Card) (string, error) {
-	return FeishuMessageID(ctx, q, c)
-}
-
-// FeishuMessageID finds the Feishu message a card was made from: a card
-// action's card message, or the message in the stored delivery; "" when
-// there is none.
-func FeishuMessageID(ctx context.Context, q db.Querier, c tickets.Card) (string, error) {
-	if c.Kind == "card_action" {
-		for _, r := range c.References {
-			if id, ok := strings.CutPrefix(r.Ref, "feishu:message/"); ok {
-				return id, nil
-			}
-		}
-	}
-	if c.DeliveryID == 0 {
-		return "", nil
-	}
-	var body []byte
-	if err := q.QueryRow(ctx, `SELECT body FROM deliveries WHERE id = $1`, c.DeliveryID).Scan(&body); err != nil {
-		return "", fmt.Errorf("reading delivery %d of card %d: %w", c.DeliveryID, c.ID, err)
-	}
-	ev, err := feishu.Parse(body, feishu.ParseOptions{})
-	if err != nil || ev.Message == nil {
-		return "", nil //nolint:nilerr // an event that is not a readable message has no message to answer
-	}
-	return ev.Message.ID, nil
 }
 
 // record stores an outgoing intent for a card in tx; a card without a

@@ -59,7 +59,7 @@ func TestProposeModeWaitsForAPerson(t *testing.T) {
 		comments := e.gh.Comments()
 		require.Len(t, comments, 1)
 		require.Equal(t, 21, comments[0].Number)
-		require.True(t, strings.HasPrefix(comments[0].Body, orchestrator.DefaultAgentLine+"\n\n"), comments[0].Body)
+		require.True(t, strings.HasPrefix(comments[0].Body, promptparts.DefaultAgentLine+"\n\n"), comments[0].Body)
 
 		e.admit(t, card{number: 21, login: "reviewbot[bot]", bot: true, addressed: true, text: "@superagent accept"})
 		got, err := e.store.Ticket(ctx, d, tk.ID)
@@ -86,7 +86,7 @@ func TestForwardAsksTheQuestionUnchanged(t *testing.T) {
 		question := "Should the cache be per user or global? *Per user* costs 2x memory."
 		var r tickets.Report
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
-			r, err = e.o.Report(ctx, tx, tickets.Report{TicketID: tk.ID, State: tickets.ReportWaiting, Summary: "cache designed", HumanAction: question})
+			r, err = e.o.Waker().Report(ctx, tx, tickets.Report{TicketID: tk.ID, State: tickets.ReportWaiting, Summary: "cache designed", HumanAction: question})
 			return err
 		}))
 		require.Equal(t, 1, e.jobs(t, "route_turn"), "a Report schedules a turn")
@@ -96,7 +96,7 @@ func TestForwardAsksTheQuestionUnchanged(t *testing.T) {
 		require.Contains(t, e.model.Requests()[2].LastMessage().Content, question, "the Report reached the main Session")
 		comments := e.gh.Comments()
 		require.Len(t, comments, 1)
-		require.Equal(t, orchestrator.DefaultAgentLine+"\n\n"+question, comments[0].Body)
+		require.Equal(t, promptparts.DefaultAgentLine+"\n\n"+question, comments[0].Body)
 		log, err := e.store.Outgoings(ctx, d, tk.ID)
 		require.NoError(t, err)
 		require.Len(t, log, 2, "the acknowledgement and the question are logged")
@@ -252,7 +252,7 @@ func TestHandedBackCardArrivesWithItsReasons(t *testing.T) {
 		e.turn(t) // the follow-up notice
 		var back bool
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
-			back, err = e.o.HandBack(ctx, tx, tickets.HandBack{CardID: f.ID, TicketID: 1, Reason: "a design issue, not about tests"})
+			back, err = e.o.Waker().HandBack(ctx, tx, tickets.HandBack{CardID: f.ID, TicketID: 1, Reason: "a design issue, not about tests"})
 			return err
 		}))
 		require.True(t, back)
@@ -333,7 +333,7 @@ func TestGitHubMessagesBeginWithTheTeamsAgentLine(t *testing.T) {
 		require.NoError(t, err)
 		var r tickets.Report
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
-			r, err = e.o.Report(ctx, tx, tickets.Report{TicketID: tk.ID, State: tickets.ReportWaiting, Summary: "designed", HumanAction: "Per user or global?"})
+			r, err = e.o.Waker().Report(ctx, tx, tickets.Report{TicketID: tk.ID, State: tickets.ReportWaiting, Summary: "designed", HumanAction: "Per user or global?"})
 			return err
 		}))
 		e.model.Push(fakeopenai.Calls(fakeopenai.Call("fwd", orchestrator.ToolForward, fmt.Sprintf(`{"report": %d}`, r.ID))), fakeopenai.Text("ok"))

@@ -8,11 +8,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -72,6 +71,7 @@ type Orchestrator struct {
 	cfg     Config
 	deps    Deps
 	metrics *metrics
+	wake    *jobs.Waker
 }
 
 // New returns an Orchestrator.
@@ -121,7 +121,8 @@ func New(cfg Config, deps Deps) (*Orchestrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Orchestrator{cfg: cfg, deps: deps, metrics: m}, nil
+	wake := &jobs.Waker{Queue: deps.Queue, Tickets: deps.Tickets, Debounce: cfg.Debounce, Now: cfg.Now}
+	return &Orchestrator{cfg: cfg, deps: deps, metrics: m, wake: wake}, nil
 }
 
 // PromptSource assembles the main Session's system prompt from the latest
@@ -133,11 +134,11 @@ func PromptSource(p *promptparts.Service, env []promptparts.Var) session.PromptS
 }
 
 // Register adds the turn worker to q. The Executor's worker for
-// ExecuteArgs is package executor's.
+// jobs.ExecuteArgs is package executor's.
 func (o *Orchestrator) Register(q *queue.Queue) {
 	queue.AddWorker(q, &RouteWorker{o: o})
 	queue.AddWorker(q, &ReviveWorker{o: o})
-	queue.AddPeriodic(q, o.cfg.LeaseTTL, ReviveArgs{})
+	queue.AddPeriodic(q, o.cfg.LeaseTTL, jobs.ReviveArgs{})
 }
 
 var _ tickets.Hook = (*Orchestrator)(nil)
@@ -185,68 +186,18 @@ func (o *Orchestrator) wakeFollowers(ctx context.Context, tx *db.Tx, c tickets.C
 }
 
 // ScheduleTurn enqueues a turn inside tx, Debounce from now, unless one is
-// already waiting: then that turn picks up what tx adds. A turn that is
-// already running may have taken its last look before tx commits, so then a
-// second turn is scheduled behind it (in the other slot); the lease keeps the
-// two from running at once. Call it whenever a Report, hand-back or notice is
-// stored.
+// already waiting (see jobs.Waker.ScheduleTurn).
 func (o *Orchestrator) ScheduleTurn(ctx context.Context, tx *db.Tx) error {
-	if o.deps.Queue == nil {
-		return nil
-	}
-	opts := &river.InsertOpts{
-		ScheduledAt: o.cfg.Now().Add(o.cfg.Debounce),
-		UniqueOpts:  river.UniqueOpts{ByArgs: true, ByState: queue.Unfinished()},
-	}
-	for slot := range 2 {
-		res, err := o.deps.Queue.InsertTx(ctx, tx, RouteArgs{Slot: slot}, opts)
-		if err != nil {
-			return fmt.Errorf("scheduling a main Session turn: %w", err)
-		}
-		if !res.UniqueSkippedAsDuplicate || res.Job == nil || res.Job.State != rivertype.JobStateRunning {
-			return nil
-		}
-	}
-	return nil
+	return o.wake.ScheduleTurn(ctx, tx)
 }
 
-// EnqueueExecutor wakes the Ticket's Executor in tx. One job waits or runs
-// per Ticket; when the one there is already running, it may have taken its
-// last look before tx commits, so a second is queued behind it (in the
-// other slot), and the Executor's lease keeps the two from working at once.
+// EnqueueExecutor wakes the Ticket's Executor in tx (see
+// jobs.Waker.WakeExecutor).
 func (o *Orchestrator) EnqueueExecutor(ctx context.Context, tx *db.Tx, ticketID int64) error {
-	if o.deps.Queue == nil {
-		return nil
-	}
-	opts := &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: queue.Unfinished()}}
-	for slot := range 2 {
-		res, err := o.deps.Queue.InsertTx(ctx, tx, ExecuteArgs{TicketID: ticketID, Slot: slot}, opts)
-		if err != nil {
-			return fmt.Errorf("enqueueing the executor of ticket %d: %w", ticketID, err)
-		}
-		if !res.UniqueSkippedAsDuplicate || res.Job == nil || res.Job.State != rivertype.JobStateRunning {
-			return nil
-		}
-	}
-	return nil
+	return o.wake.WakeExecutor(ctx, tx, ticketID)
 }
 
-// Report stores an Executor's Report and schedules a turn in tx, so the
-// main Session reads it.
-func (o *Orchestrator) Report(ctx context.Context, tx *db.Tx, r tickets.Report) (tickets.Report, error) {
-	r, err := o.deps.Tickets.AddReport(ctx, tx, r)
-	if err != nil {
-		return tickets.Report{}, err
-	}
-	return r, o.ScheduleTurn(ctx, tx)
-}
-
-// HandBack stores an Executor's hand-back in tx; when it was the card's
-// last owner, the card is a candidate again and a turn is scheduled.
-func (o *Orchestrator) HandBack(ctx context.Context, tx *db.Tx, h tickets.HandBack) (bool, error) {
-	back, err := o.deps.Tickets.AddHandBack(ctx, tx, h)
-	if err != nil || !back {
-		return back, err
-	}
-	return true, o.ScheduleTurn(ctx, tx)
-}
+// Waker is the main Session's wake operations, with its Debounce and
+// clock: the Executors use it to store Reports and hand-backs and to wake
+// the main Session.
+func (o *Orchestrator) Waker() *jobs.Waker { return o.wake }

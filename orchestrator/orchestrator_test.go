@@ -13,6 +13,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -193,7 +194,7 @@ func TestPauseHoldsUntilAPersonResumes(t *testing.T) {
 		e.turn(t)
 		var paused, resumed int
 		for _, c := range e.gh.Comments() {
-			if !strings.HasPrefix(c.Body, orchestrator.DefaultAgentLine) {
+			if !strings.HasPrefix(c.Body, promptparts.DefaultAgentLine) {
 				continue
 			}
 			if strings.Contains(c.Body, "Paused ticket") && strings.Contains(c.Body, "the approach is wrong") && strings.Contains(c.Body, "@superagent resume") {

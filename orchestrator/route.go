@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/policy"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
-	"github.com/superagent-dev/superagent/webhooks"
 )
 
 // Decision is one routing decision of orchestrator_route.
@@ -169,7 +169,7 @@ func (o *Orchestrator) newTicket(ctx context.Context, tx *db.Tx, c tickets.Card,
 		repo = c.Thread.Repo
 	}
 	if repo != "" {
-		inst, err := webhooks.InstallationFor(ctx, tx, repo)
+		inst, err := githubapp.InstallationFor(ctx, tx, repo)
 		if err != nil {
 			return "", fmt.Errorf("checking repository %s: %w", repo, err)
 		}
@@ -265,7 +265,7 @@ func (o *Orchestrator) facts(ctx context.Context, q db.Querier, t tickets.Ticket
 			return TicketFacts{}, err
 		}
 		if src.Source == tickets.SourceFeishu {
-			id, err := o.feishuMessageID(ctx, q, src)
+			id, err := tickets.FeishuMessageID(ctx, q, src)
 			if err != nil {
 				return TicketFacts{}, err
 			}

@@ -2,11 +2,11 @@ package webhooks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/githubapp"
 )
 
 // Installation is a GitHub App installation as the webhooks reported it.
@@ -102,22 +102,5 @@ ORDER BY i.id, r.full_name`)
 // InstallationFor returns the id of the active installation covering repo
 // (owner/name), or 0.
 func (s *Service) InstallationFor(ctx context.Context, repo string) (int64, error) {
-	return InstallationFor(ctx, s.d, repo)
-}
-
-// InstallationFor returns the id of the active installation covering repo
-// (owner/name), or 0, for the parts that act on a repository as the App:
-// the main Session's messages and the Executors.
-func InstallationFor(ctx context.Context, q db.Querier, repo string) (int64, error) {
-	var id int64
-	err := q.QueryRow(ctx, `
-SELECT r.installation_id FROM github_repositories r JOIN github_installations i ON i.id = r.installation_id
-WHERE LOWER(r.full_name) = LOWER($1) AND r.active AND i.state = 'active' ORDER BY r.updated_at DESC LIMIT 1`, repo).Scan(&id)
-	if err != nil {
-		if errors.Is(err, db.ErrNoRows) {
-			return 0, nil
-		}
-		return 0, fmt.Errorf("finding installation of %s: %w", repo, err)
-	}
-	return id, nil
+	return githubapp.InstallationFor(ctx, s.d, repo)
 }

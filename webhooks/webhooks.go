@@ -94,6 +94,7 @@ type Service struct {
 
 	slugMu sync.Mutex
 	slug   string
+	perms  *githubapp.PermissionCache
 }
 
 // New builds the ingestion service and registers its River worker on q
@@ -131,6 +132,7 @@ func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, fs *feishu.
 		store: tickets.New(tickets.Config{Now: cfg.Now}),
 		slug:  cfg.GitHub.Slug,
 	}
+	s.perms = &githubapp.PermissionCache{DB: d, Client: gh, TTL: cfg.PermissionTTL, Now: cfg.Now}
 	// SQLite has one writer: one batch at a time. PostgreSQL gains from a
 	// few transactions in flight (measured: 4 beat 2, and beat none).
 	s.commits = &committer{d: d, write: s.writeDeliveries, max: 64, slots: 1}

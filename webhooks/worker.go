@@ -111,7 +111,7 @@ func (s *Service) processGitHub(ctx context.Context, d Delivery, attempt int) er
 	c := ev.Card
 	c.DeliveryID = d.ID
 	if c.Author.Type == tickets.AuthorUser && c.Author.Login != "" {
-		perm, err := s.permission(ctx, ev.InstallationID, c.Owner, c.Name, c.Author.Login)
+		perm, err := s.perms.Level(ctx, ev.InstallationID, c.Owner, c.Name, c.Author.Login)
 		if err != nil {
 			if attempt < permissionAttempts {
 				return err

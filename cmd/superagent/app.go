@@ -194,7 +194,7 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var) error {
 		Registerer:  a.registry,
 		Logger:      a.logger,
 	}, executor.Deps{
-		DB: a.db, Tickets: a.tickets, Orchestrator: a.orchestrator, Prompts: a.prompts, Model: m, Scrubber: cfg.scrub,
+		DB: a.db, Tickets: a.tickets, Wake: a.orchestrator.Waker(), Prompts: a.prompts, Model: m, Scrubber: cfg.scrub,
 		Workspaces: ws, GitHub: a.github, Feishu: a.feishu,
 	})
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
-	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/promptparts"
 )
 
 const helloRepo = "Codertocat/Hello-World"
@@ -185,7 +185,7 @@ func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
 
 		var confirms, results int
 		for _, c := range gh.Comments() {
-			if !strings.HasPrefix(c.Body, orchestrator.DefaultAgentLine+"\n\n") {
+			if !strings.HasPrefix(c.Body, promptparts.DefaultAgentLine+"\n\n") {
 				continue
 			}
 			switch {

@@ -1,0 +1,99 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// Waker enqueues the wake jobs inside the caller's transaction, so a job
+// exists exactly when what it should read was committed. Both roles share
+// one: the main Session wakes Executors, and Executors wake the main
+// Session when they report or hand work back.
+type Waker struct {
+	// Queue receives the jobs. Nil: nothing is enqueued (the stored rows
+	// wait for a later wake), as in tests that run turns and jobs by hand.
+	Queue *queue.Queue
+	// Tickets stores Reports and hand-backs; required by Report and
+	// HandBack.
+	Tickets *tickets.Store
+	// Debounce delays a scheduled turn, so a burst becomes one batch.
+	// Zero: the turn may run at once.
+	Debounce time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// ScheduleTurn enqueues a main Session turn inside tx, Debounce from now,
+// unless one is already waiting: then that turn picks up what tx adds. Call
+// it whenever a Report, hand-back, notice or candidate is stored.
+func (w *Waker) ScheduleTurn(ctx context.Context, tx *db.Tx) error {
+	if w == nil || w.Queue == nil {
+		return nil
+	}
+	now := time.Now
+	if w.Now != nil {
+		now = w.Now
+	}
+	at := now().Add(w.Debounce)
+	if err := w.twoSlots(ctx, tx, at, func(slot int) river.JobArgs { return RouteArgs{Slot: slot} }); err != nil {
+		return fmt.Errorf("scheduling a main Session turn: %w", err)
+	}
+	return nil
+}
+
+// WakeExecutor enqueues the Ticket's Executor inside tx. One job waits or
+// runs per Ticket; a second waits behind a running one.
+func (w *Waker) WakeExecutor(ctx context.Context, tx *db.Tx, ticketID int64) error {
+	if w == nil || w.Queue == nil {
+		return nil
+	}
+	if err := w.twoSlots(ctx, tx, time.Time{}, func(slot int) river.JobArgs { return ExecuteArgs{TicketID: ticketID, Slot: slot} }); err != nil {
+		return fmt.Errorf("enqueueing the executor of ticket %d: %w", ticketID, err)
+	}
+	return nil
+}
+
+// twoSlots inserts the job of slot 0 and, only when that one's job is
+// already running, the job of slot 1. at is the scheduled time, or zero
+// for now.
+func (w *Waker) twoSlots(ctx context.Context, tx *db.Tx, at time.Time, args func(slot int) river.JobArgs) error {
+	opts := &river.InsertOpts{ScheduledAt: at, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: queue.Unfinished()}}
+	for slot := range 2 {
+		res, err := w.Queue.InsertTx(ctx, tx, args(slot), opts)
+		if err != nil {
+			return err
+		}
+		if !res.UniqueSkippedAsDuplicate || res.Job == nil || res.Job.State != rivertype.JobStateRunning {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Report stores an Executor's Report in tx and schedules a turn, so the
+// main Session reads it.
+func (w *Waker) Report(ctx context.Context, tx *db.Tx, r tickets.Report) (tickets.Report, error) {
+	r, err := w.Tickets.AddReport(ctx, tx, r)
+	if err != nil {
+		return tickets.Report{}, err
+	}
+	return r, w.ScheduleTurn(ctx, tx)
+}
+
+// HandBack stores an Executor's hand-back in tx; when it was the card's
+// last owner, the card is a candidate again and a turn is scheduled.
+func (w *Waker) HandBack(ctx context.Context, tx *db.Tx, h tickets.HandBack) (bool, error) {
+	back, err := w.Tickets.AddHandBack(ctx, tx, h)
+	if err != nil || !back {
+		return back, err
+	}
+	return true, w.ScheduleTurn(ctx, tx)
+}
