@@ -59,7 +59,7 @@ func Example() {
 	if err := q.Init(); err != nil {
 		panic(err)
 	}
-	tickets.NewAPI(d, store, rt.Store(), logger).Routes(hs.API)
+	admin.NewTicketsAPI(d, store, rt.Store(), logger).Routes(hs.API)
 	var _ admin.Pauser = tickets.NewPauser(d, store) // admin.Deps.Pauser
 	_ = q.Start(ctx)
 }

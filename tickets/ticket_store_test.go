@@ -152,7 +152,7 @@ func TestTicketLifecycle(t *testing.T) {
 					next.ServeHTTP(w, r.WithContext(httpserver.WithActor(r.Context(), "admin")))
 				})
 			})
-			tickets.NewAPI(d, s, nil, discard{}).Routes(r)
+			admin.NewTicketsAPI(d, s, nil, discard{}).Routes(r)
 			call := func(method, path, body string) (int, map[string]any) {
 				req := httptest.NewRequest(method, path, strings.NewReader(body))
 				if body != "" {

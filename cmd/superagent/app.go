@@ -337,7 +337,7 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	a.prompts.Routes(hs.API)
 	a.webhooks.Routes(hs.Root)
 	a.webhooks.APIRoutes(hs.API)
-	tickets.NewAPI(a.db, a.tickets, a.sessions, a.logger).WithPauser(a.pauser()).Routes(hs.API)
+	admin.NewTicketsAPI(a.db, a.tickets, a.sessions, a.logger).WithPauser(a.pauser()).Routes(hs.API)
 	panel.Routes(hs.Root)
 	return &http.Server{
 		Handler:           hs,

@@ -1,4 +1,4 @@
-package tickets
+package admin
 
 import (
 	"context"
@@ -12,45 +12,47 @@ import (
 	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/session"
+	"github.com/superagent-dev/superagent/tickets"
 )
 
-// SessionReader is what the API reads of Sessions; *session.Store is one.
-type SessionReader interface {
+// TicketSessions is what the Tickets API reads of Sessions; *session.Store
+// is one.
+type TicketSessions interface {
 	ForTicket(ctx context.Context, q db.Querier, ticketID int64) ([]*session.Session, error)
 	TicketTotals(ctx context.Context, q db.Querier, ticketID int64) (session.Totals, error)
 }
 
-// API serves GET /tickets, GET /tickets/{id} and POST /tickets/{id}/pause
-// and /resume on the authenticated /api router.
-type API struct {
+// TicketsAPI serves GET /tickets, GET /tickets/{id} and POST
+// /tickets/{id}/pause and /resume on the authenticated /api router.
+type TicketsAPI struct {
 	d        *db.DB
-	store    *Store
-	sessions SessionReader
-	pauser   *Pauser
+	store    *tickets.Store
+	sessions TicketSessions
+	pauser   *tickets.Pauser
 	logger   interface{ Error(string, ...any) }
 }
 
-// NewAPI returns the Tickets API. sessions may be nil (no sessions or usage
-// are shown); logger receives handler errors.
-func NewAPI(d *db.DB, store *Store, sessions SessionReader, logger interface{ Error(string, ...any) }) *API {
-	return &API{d: d, store: store, sessions: sessions, pauser: NewPauser(d, store), logger: logger}
+// NewTicketsAPI returns the Tickets API. sessions may be nil (no sessions
+// or usage are shown); logger receives handler errors.
+func NewTicketsAPI(d *db.DB, store *tickets.Store, sessions TicketSessions, logger interface{ Error(string, ...any) }) *TicketsAPI {
+	return &TicketsAPI{d: d, store: store, sessions: sessions, pauser: tickets.NewPauser(d, store), logger: logger}
 }
 
 // WithPauser makes the API pause and resume through p (with its hooks).
-func (a *API) WithPauser(p *Pauser) *API {
+func (a *TicketsAPI) WithPauser(p *tickets.Pauser) *TicketsAPI {
 	a.pauser = p
 	return a
 }
 
 // Routes mounts the API.
-func (a *API) Routes(r chi.Router) {
+func (a *TicketsAPI) Routes(r chi.Router) {
 	r.Get("/tickets", httpserver.HandleWith(a.logger, a.list))
 	r.Get("/tickets/{id}", httpserver.HandleWith(a.logger, a.get))
 	r.Post("/tickets/{id}/pause", httpserver.HandleWith(a.logger, a.pause))
 	r.Post("/tickets/{id}/resume", httpserver.HandleWith(a.logger, a.resume))
 }
 
-func (a *API) list(w http.ResponseWriter, r *http.Request) error {
+func (a *TicketsAPI) list(w http.ResponseWriter, r *http.Request) error {
 	limit := 100
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -67,8 +69,8 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// sessionView is one Session as the API shows it.
-type sessionView struct {
+// apiSessionView is one Session as the API shows it.
+type apiSessionView struct {
 	ID       int64  `json:"id"`
 	Role     string `json:"role"`
 	State    string `json:"state"`
@@ -76,14 +78,14 @@ type sessionView struct {
 	Requests int64  `json:"requests"`
 }
 
-// usageView sums a Ticket's Sessions.
-type usageView struct {
+// apiUsageView sums a Ticket's Sessions.
+type apiUsageView struct {
 	Sessions int64 `json:"sessions"`
 	Requests int64 `json:"requests"`
 	model.Usage
 }
 
-func (a *API) ticketID(r *http.Request) (int64, error) {
+func (a *TicketsAPI) ticketID(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
 	if err != nil || id < 1 {
 		return 0, httpserver.Errorf(http.StatusBadRequest, "ticket id must be a positive number")
@@ -91,14 +93,14 @@ func (a *API) ticketID(r *http.Request) (int64, error) {
 	return id, nil
 }
 
-func notFound(err error) error {
-	if errors.Is(err, ErrNotFound) {
+func ticketNotFound(err error) error {
+	if errors.Is(err, tickets.ErrNotFound) {
 		return httpserver.Errorf(http.StatusNotFound, "no such ticket")
 	}
 	return err
 }
 
-func (a *API) get(w http.ResponseWriter, r *http.Request) error {
+func (a *TicketsAPI) get(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id, err := a.ticketID(r)
 	if err != nil {
@@ -106,7 +108,7 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) error {
 	}
 	t, err := a.store.Ticket(ctx, a.d, id)
 	if err != nil {
-		return notFound(err)
+		return ticketNotFound(err)
 	}
 	threads, err := a.store.TicketThreads(ctx, a.d, id)
 	if err != nil {
@@ -121,28 +123,28 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := map[string]any{"ticket": t, "threads": threads, "reports": reports, "messages": messages,
-		"sessions": []sessionView{}, "usage": usageView{}}
+		"sessions": []apiSessionView{}, "usage": apiUsageView{}}
 	if a.sessions != nil {
 		ss, err := a.sessions.ForTicket(ctx, a.d, id)
 		if err != nil {
 			return err
 		}
-		views := []sessionView{}
+		views := []apiSessionView{}
 		for _, s := range ss {
-			views = append(views, sessionView{ID: s.ID, Role: string(s.Role), State: string(s.State), Reason: s.StateReason, Requests: s.Requests})
+			views = append(views, apiSessionView{ID: s.ID, Role: string(s.Role), State: string(s.State), Reason: s.StateReason, Requests: s.Requests})
 		}
 		tot, err := a.sessions.TicketTotals(ctx, a.d, id)
 		if err != nil {
 			return err
 		}
 		out["sessions"] = views
-		out["usage"] = usageView{Sessions: tot.Sessions, Requests: tot.Requests, Usage: tot.Usage}
+		out["usage"] = apiUsageView{Sessions: tot.Sessions, Requests: tot.Requests, Usage: tot.Usage}
 	}
 	httpserver.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
-func (a *API) pause(w http.ResponseWriter, r *http.Request) error {
+func (a *TicketsAPI) pause(w http.ResponseWriter, r *http.Request) error {
 	id, err := a.ticketID(r)
 	if err != nil {
 		return err
@@ -155,36 +157,36 @@ func (a *API) pause(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if err := a.pauser.Pause(r.Context(), id, actorOf(r), body.Reason); err != nil {
-		if errors.Is(err, ErrEnded) {
+	if err := a.pauser.Pause(r.Context(), id, apiActor(r), body.Reason); err != nil {
+		if errors.Is(err, tickets.ErrEnded) {
 			return httpserver.Errorf(http.StatusConflict, "the ticket has ended")
 		}
-		return notFound(err)
+		return ticketNotFound(err)
 	}
 	return a.writeTicket(w, r, id)
 }
 
-func (a *API) resume(w http.ResponseWriter, r *http.Request) error {
+func (a *TicketsAPI) resume(w http.ResponseWriter, r *http.Request) error {
 	id, err := a.ticketID(r)
 	if err != nil {
 		return err
 	}
-	if err := a.pauser.Resume(r.Context(), id, actorOf(r)); err != nil {
-		return notFound(err)
+	if err := a.pauser.Resume(r.Context(), id, apiActor(r)); err != nil {
+		return ticketNotFound(err)
 	}
 	return a.writeTicket(w, r, id)
 }
 
-func (a *API) writeTicket(w http.ResponseWriter, r *http.Request, id int64) error {
+func (a *TicketsAPI) writeTicket(w http.ResponseWriter, r *http.Request, id int64) error {
 	t, err := a.store.Ticket(r.Context(), a.d, id)
 	if err != nil {
-		return notFound(err)
+		return ticketNotFound(err)
 	}
 	httpserver.WriteJSON(w, http.StatusOK, t)
 	return nil
 }
 
-func actorOf(r *http.Request) string {
+func apiActor(r *http.Request) string {
 	if a := httpserver.Actor(r.Context()); a != "" {
 		return a
 	}
