@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"unicode"
 
-	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/session"
 )
 
@@ -145,9 +144,6 @@ func bind[T any](call session.Call) (T, error) {
 	return v, err
 }
 
-// words counts the words of a text.
-func words(s string) int { return len(strings.Fields(s)) }
-
 // sentences counts the sentences of a text: runs ending in . ! ? (or
 // their full-width forms) or the end of the text. A run of terminators
 // ends one sentence ("Really?!"), closing quotes and brackets after one
@@ -193,17 +189,10 @@ func sentences(s string) int {
 	return n
 }
 
-// agentLine is the line that begins every GitHub message: the team's
-// current Communication setting.
+// agentLine is the line that begins every GitHub message (see
+// outbox.AgentLine).
 func (e *Executor) agentLine(ctx context.Context) (string, error) {
-	st, _, err := e.deps.Prompts.Current(ctx)
-	if err != nil {
-		return "", fmt.Errorf("reading the agent line: %w", err)
-	}
-	if line := strings.TrimSpace(st.Sections.Communication.AgentLine); line != "" {
-		return line, nil
-	}
-	return promptparts.DefaultAgentLine, nil
+	return outbox.AgentLine(ctx, e.deps.Prompts)
 }
 
 // promptsRead returns the prompt of a revision the Ticket worked under.

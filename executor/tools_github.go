@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -37,7 +38,7 @@ func (e *Executor) githubBody(ctx context.Context, key, text string) (string, er
 		return "", err
 	}
 	text = e.deps.Scrubber.Scrub(strings.TrimSpace(text))
-	body := line + "\n\n" + text + "\n\n" + marker(key)
+	body := line + "\n\n" + text + "\n\n" + outbox.Marker(key)
 	if len(body) > maxGitHubBodyChars {
 		return "", session.Refuse("the message is %d characters; GitHub takes at most %d: link to details instead", len(body), maxGitHubBodyChars)
 	}
@@ -312,7 +313,7 @@ func (e *Executor) commentOn(ctx context.Context, ticketID, cardID int64, repo, 
 				return "", false, err
 			}
 			for _, c := range cs {
-				if strings.Contains(c.GetBody(), marker(key)) {
+				if strings.Contains(c.GetBody(), outbox.Marker(key)) {
 					return c.GetHTMLURL(), true, nil
 				}
 			}
@@ -390,7 +391,7 @@ func (e *Executor) postReviewReply(ctx context.Context, gh *github.Client, o tic
 			return "", false, err
 		}
 		for _, c := range cs {
-			if strings.Contains(c.GetBody(), marker(o.Key)) {
+			if strings.Contains(c.GetBody(), outbox.Marker(o.Key)) {
 				return c.GetHTMLURL(), true, nil
 			}
 		}

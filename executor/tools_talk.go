@@ -13,6 +13,7 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
+	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -92,7 +93,7 @@ func (e *Executor) checkReply(ctx context.Context, call session.Call) error {
 		if a.InReplyTo == 0 {
 			return session.Refuse("a confirmation goes under the request: give in_reply_to")
 		}
-		if words(text) < 6 {
+		if outbox.Words(text) < 6 {
 			return session.Refuse("a confirmation names the object and the result you expect to deliver; %q is too short", text)
 		}
 	case "decline", "yield":
@@ -104,9 +105,9 @@ func (e *Executor) checkReply(ctx context.Context, call session.Call) error {
 	if err != nil {
 		return err
 	}
-	if th.Source == tickets.SourceFeishu && words(text) > e.cfg.MaxChatWords {
+	if th.Source == tickets.SourceFeishu && outbox.Words(text) > e.cfg.MaxChatWords {
 		return session.Refuse("a chat message is at most %d words; this one is %d: put the detail in the pull request and link it",
-			e.cfg.MaxChatWords, words(text))
+			e.cfg.MaxChatWords, outbox.Words(text))
 	}
 	return nil
 }
@@ -295,7 +296,7 @@ func (e *Executor) checkReport(_ context.Context, call session.Call) error {
 	if strings.TrimSpace(a.Summary) == "" {
 		return session.Refuse("a report needs a summary")
 	}
-	if a.State == tickets.ReportDone && words(a.Summary) < 8 {
+	if a.State == tickets.ReportDone && outbox.Words(a.Summary) < 8 {
 		return session.Refuse("a done report states what was delivered and how it was verified")
 	}
 	if questions(a.HumanAction) > 1 {
@@ -378,8 +379,8 @@ func (e *Executor) checkHumanAction(_ context.Context, call session.Call) error 
 		return session.Refuse("the question is empty")
 	case questions(q) > 1:
 		return session.Refuse("ask one concrete question, not %d", questions(q))
-	case words(q) > e.cfg.MaxChatWords:
-		return session.Refuse("the question is %d words; at most %d", words(q), e.cfg.MaxChatWords)
+	case outbox.Words(q) > e.cfg.MaxChatWords:
+		return session.Refuse("the question is %d words; at most %d", outbox.Words(q), e.cfg.MaxChatWords)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -16,7 +17,7 @@ import (
 const (
 	CommandPause  = "pause"
 	CommandResume = "resume"
-	CommandAccept = "accept"
+	CommandAccept = outbox.ActionAccept
 )
 
 // Command is a person's command found in a card.
@@ -193,7 +194,7 @@ func (o *Orchestrator) confirm(ctx context.Context, tx *db.Tx, t tickets.Ticket,
 	if c != nil {
 		key = fmt.Sprintf("%s:ticket:%d:card:%d", what, t.ID, c.ID)
 	}
-	if err := o.record(ctx, tx, key, KindComment, card, t.ID, target, text); err != nil {
+	if err := o.record(ctx, tx, key, outbox.KindComment, card, t.ID, target, text); err != nil {
 		return err
 	}
 	return o.ScheduleTurn(ctx, tx)

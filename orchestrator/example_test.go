@@ -16,6 +16,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -50,7 +51,7 @@ func Example() {
 		Gate:     orchestrator.Gate{GitHubPermission: "write", FeishuChats: []string{"oc_team"}, AdminGitHubLogins: []string{"alice"}},
 		BotLogin: botLogin, Environment: env, Registerer: reg, Logger: logger,
 	}, orchestrator.Deps{DB: d, Queue: q, Tickets: store, Sessions: rt, Prompts: prompts,
-		Acks: &orchestrator.Messenger{DB: d, GitHub: gh, Feishu: fs}})
+		Acks: &outbox.Messenger{DB: d, GitHub: gh, Feishu: fs}})
 	if err != nil {
 		panic(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/policy"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -102,12 +103,9 @@ const (
 	TicketNoteWords  = 100
 )
 
-// Words counts the words of a note as the limits count them.
-func Words(s string) int { return len(strings.Fields(s)) }
-
 // RoutingNote refuses a routing note over RoutingNoteWords words.
 func RoutingNote(note string) error {
-	if n := Words(note); n > RoutingNoteWords {
+	if n := outbox.Words(note); n > RoutingNoteWords {
 		return fmt.Errorf("the routing note has %d words; at most %d are allowed", n, RoutingNoteWords)
 	}
 	return nil
@@ -115,7 +113,7 @@ func RoutingNote(note string) error {
 
 // TicketNote refuses an empty note or one over TicketNoteWords words.
 func TicketNote(text string) error {
-	n := Words(text)
+	n := outbox.Words(text)
 	if n == 0 {
 		return fmt.Errorf("the note is empty")
 	}

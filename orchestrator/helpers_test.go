@@ -25,6 +25,7 @@ import (
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -101,7 +102,7 @@ func (e *env) orchestrator(t *testing.T) *orchestrator.Orchestrator {
 	e.reg = prometheus.NewRegistry()
 	cfg.Registerer = e.reg
 	o, err := orchestrator.New(cfg, orchestrator.Deps{DB: e.d, Queue: e.q, Tickets: e.store, Sessions: rt, Prompts: e.prompts,
-		Acks: &orchestrator.Messenger{DB: e.d, GitHub: e.ghc, Feishu: e.fsc, Prompts: e.prompts}})
+		Acks: &outbox.Messenger{DB: e.d, GitHub: e.ghc, Feishu: e.fsc, Prompts: e.prompts}})
 	require.NoError(t, err)
 	return o
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/jobs"
+	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -61,9 +62,10 @@ type Deps struct {
 	// prompt source and the router model.
 	Sessions *session.Runtime
 	Prompts  *promptparts.Service
-	// Acks sends acknowledgements. Default: none are sent (they stay
-	// recorded as pending intents).
-	Acks Acknowledger
+	// Acks sends acknowledgements, questions and proposals (an
+	// outbox.Messenger). Default: none are sent (they stay recorded as
+	// pending intents).
+	Acks outbox.Sender
 }
 
 // Orchestrator runs the main Session's turns.

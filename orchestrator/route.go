@@ -8,6 +8,7 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/githubapp"
+	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/policy"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -196,7 +197,7 @@ func (o *Orchestrator) newTicket(ctx context.Context, tx *db.Tx, c tickets.Card,
 		}
 		text := fmt.Sprintf("Proposed work: %s (policy rules: %s). Nothing starts until a person accepts: %s.",
 			title, strings.Join(d.Rules, ", "), how)
-		if err := o.record(ctx, tx, "proposal:ticket:"+itoa(created.ID), KindProposal, c, created.ID, target, text); err != nil {
+		if err := o.record(ctx, tx, "proposal:ticket:"+itoa(created.ID), outbox.KindProposal, c, created.ID, target, text); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("ok (ticket %d proposed; it waits for a person to accept it)", created.ID), nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -328,7 +329,7 @@ func (o *Orchestrator) forward(ctx context.Context, call session.Call) (string, 
 		if target == "" {
 			return session.Refuse("card %d has no conversation to ask in", cardID)
 		}
-		return o.record(ctx, tx, "question:report:"+itoa(rep.ID), KindComment, c, ticketID, target, rep.HumanAction)
+		return o.record(ctx, tx, "question:report:"+itoa(rep.ID), outbox.KindComment, c, ticketID, target, rep.HumanAction)
 	})
 	if err != nil {
 		return "", err

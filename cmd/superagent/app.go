@@ -28,6 +28,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/migrations"
 	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -160,7 +161,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		Logger:      a.logger,
 	}, orchestrator.Deps{
 		DB: a.db, Queue: a.queue, Tickets: a.tickets, Sessions: rt, Prompts: a.prompts,
-		Acks: &orchestrator.Messenger{DB: a.db, GitHub: a.github, Feishu: a.feishu, Prompts: a.prompts},
+		Acks: &outbox.Messenger{DB: a.db, GitHub: a.github, Feishu: a.feishu, Prompts: a.prompts},
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,145 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/feishu"
+	"github.com/superagent-dev/superagent/internal/githubapp"
+	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// Kinds of outgoing messages Messenger sends for the main Session.
+const (
+	// KindReaction acknowledges pickup: eyes on GitHub, OnIt on Feishu.
+	KindReaction = "reaction"
+	// KindComment is a message: a forwarded question.
+	KindComment = "comment"
+	// KindProposal asks a person to accept an inferred Ticket: a comment
+	// on GitHub, a card with an Accept button on Feishu.
+	KindProposal = "proposal"
+)
+
+// ActionAccept is the card action a proposal's Accept button sends back on
+// Feishu; the main Session parses it as its accept command.
+const ActionAccept = "accept"
+
+// Messenger sends reactions and messages through the GitHub App and the
+// Feishu client. Either client may be nil when that source is not set up.
+type Messenger struct {
+	DB     *db.DB
+	GitHub *githubapp.Client
+	Feishu *feishu.Client
+	// Prompts supplies the agent line that begins every GitHub comment
+	// (see AgentLine). Nil: promptparts.DefaultAgentLine.
+	Prompts *promptparts.Service
+}
+
+var _ Sender = (*Messenger)(nil)
+
+// Send delivers o.
+func (m *Messenger) Send(ctx context.Context, o tickets.Outgoing, c tickets.Card) error {
+	switch o.Source {
+	case tickets.SourceGitHub:
+		return m.sendGitHub(ctx, o)
+	case tickets.SourceFeishu:
+		return m.sendFeishu(ctx, o, c)
+	}
+	return fmt.Errorf("unknown source %q", o.Source)
+}
+
+var githubTarget = regexp.MustCompile(`^([^/\s]+)/([^#\s]+)#(issue|issue_comment|pull_comment):([0-9]+)$`)
+
+func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
+	if m.GitHub == nil {
+		return errors.New("GitHub is not configured")
+	}
+	t := githubTarget.FindStringSubmatch(o.Target)
+	if t == nil {
+		return fmt.Errorf("unusable GitHub target %q", o.Target)
+	}
+	owner, repo, what := t[1], t[2], t[3]
+	id, _ := strconv.ParseInt(t[4], 10, 64)
+	inst, err := githubapp.InstallationFor(ctx, m.DB, owner+"/"+repo)
+	if err == nil && inst == 0 {
+		err = errors.New("no active installation covers it")
+	}
+	if err != nil {
+		return fmt.Errorf("finding the installation of %s/%s: %w", owner, repo, err)
+	}
+	gh := m.GitHub.Installation(inst)
+	switch {
+	case o.Kind == KindReaction && what == "issue":
+		_, _, err = gh.Reactions.CreateIssueReaction(ctx, owner, repo, int(id), o.Body)
+	case o.Kind == KindReaction && what == "issue_comment":
+		_, _, err = gh.Reactions.CreateIssueCommentReaction(ctx, owner, repo, id, o.Body)
+	case o.Kind == KindReaction && what == "pull_comment":
+		_, _, err = gh.Reactions.CreatePullRequestCommentReaction(ctx, owner, repo, id, o.Body)
+	case (o.Kind == KindComment || o.Kind == KindProposal) && what == "issue":
+		line, lerr := AgentLine(ctx, m.Prompts)
+		if lerr != nil {
+			return lerr
+		}
+		body := line + "\n\n" + o.Body
+		_, _, err = gh.Issues.CreateComment(ctx, owner, repo, int(id), &github.IssueComment{Body: &body})
+	default:
+		return fmt.Errorf("cannot send a %s to %s", o.Kind, o.Target)
+	}
+	if err != nil {
+		return fmt.Errorf("sending %s to %s: %w", o.Kind, o.Target, err)
+	}
+	return nil
+}
+
+func (m *Messenger) sendFeishu(ctx context.Context, o tickets.Outgoing, c tickets.Card) error {
+	if m.Feishu == nil {
+		return errors.New("the Feishu app is not configured")
+	}
+	msg, ok := strings.CutPrefix(o.Target, "feishu:message/")
+	if !ok || msg == "" {
+		return fmt.Errorf("unusable Feishu target %q", o.Target)
+	}
+	var err error
+	switch o.Kind {
+	case KindReaction:
+		_, err = m.Feishu.React(ctx, msg, c.Thread.Repo, o.Body)
+	case KindComment, KindProposal:
+		content, cerr := feishuContent(o)
+		if cerr != nil {
+			return fmt.Errorf("building the message of %s: %w", o.Key, cerr)
+		}
+		_, err = m.Feishu.Reply(ctx, msg, feishu.OutgoingMessage{UUID: "superagent-" + strconv.FormatInt(o.ID, 10), ChatID: c.Thread.Repo, Content: content})
+	default:
+		return fmt.Errorf("cannot send a %s on Feishu", o.Kind)
+	}
+	if err != nil {
+		return fmt.Errorf("sending %s to %s: %w", o.Kind, o.Target, err)
+	}
+	return nil
+}
+
+// feishuContent is a text message, or for a proposal a card whose Accept
+// button comes back as a card action naming the Ticket.
+func feishuContent(o tickets.Outgoing) (feishu.Content, error) {
+	if o.Kind != KindProposal {
+		return feishu.Text(o.Body)
+	}
+	text := func(s string) map[string]string { return map[string]string{"tag": "plain_text", "content": s} }
+	return feishu.Card(map[string]any{
+		"elements": []any{
+			map[string]any{"tag": "div", "text": text(o.Body)},
+			map[string]any{"tag": "action", "actions": []any{map[string]any{
+				"tag": "button", "type": "primary", "text": text("Accept"),
+				"value": map[string]any{"action": ActionAccept, "ticket": o.TicketID},
+			}}},
+		},
+	})
+}
