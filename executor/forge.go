@@ -24,7 +24,7 @@ var errNoGitHub = errors.New("the GitHub App is not configured")
 func (e *Executor) installation(ctx context.Context, repo string) (int64, error) {
 	id, err := githubapp.InstallationFor(ctx, e.deps.DB, repo)
 	if err == nil && id == 0 {
-		err = errNotInstalled
+		err = githubapp.ErrNotInstalled
 	}
 	if err != nil {
 		return 0, fmt.Errorf("finding the installation of %s (is the App installed there?): %w", repo, err)
@@ -32,19 +32,17 @@ func (e *Executor) installation(ctx context.Context, repo string) (int64, error)
 	return id, nil
 }
 
-var errNotInstalled = errors.New("no active installation covers it")
-
 // installationClient is a GitHub client acting as the installation that
 // covers repo.
 func (e *Executor) installationClient(ctx context.Context, repo string) (*github.Client, error) {
 	if e.deps.GitHub == nil {
 		return nil, errNoGitHub
 	}
-	id, err := e.installation(ctx, repo)
+	gh, _, err := e.deps.GitHub.ForRepo(ctx, e.deps.DB, repo)
 	if err != nil {
 		return nil, err
 	}
-	return e.deps.GitHub.Installation(id), nil
+	return gh, nil
 }
 
 // remote is the Ticket's repository as git reaches it, with a current

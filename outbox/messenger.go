@@ -68,14 +68,10 @@ func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
 	}
 	owner, repo, what := t[1], t[2], t[3]
 	id, _ := strconv.ParseInt(t[4], 10, 64)
-	inst, err := githubapp.InstallationFor(ctx, m.DB, owner+"/"+repo)
-	if err == nil && inst == 0 {
-		err = errors.New("no active installation covers it")
-	}
+	gh, _, err := m.GitHub.ForRepo(ctx, m.DB, owner+"/"+repo)
 	if err != nil {
-		return fmt.Errorf("finding the installation of %s/%s: %w", owner, repo, err)
+		return err
 	}
-	gh := m.GitHub.Installation(inst)
 	switch {
 	case o.Kind == KindReaction && what == "issue":
 		_, _, err = gh.Reactions.CreateIssueReaction(ctx, owner, repo, int(id), o.Body)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/superagent-dev/superagent/internal/db"
+
+	"github.com/google/go-github/v66/github"
 )
 
 // InstallationFor returns the id of the active installation covering repo
@@ -25,4 +27,22 @@ WHERE LOWER(r.full_name) = LOWER($1) AND r.active AND i.state = 'active' ORDER B
 		return 0, fmt.Errorf("finding installation of %s: %w", repo, err)
 	}
 	return id, nil
+}
+
+// ErrNotInstalled is returned by ForRepo when no active installation
+// covers the repository.
+var ErrNotInstalled = errors.New("no active installation covers it")
+
+// ForRepo returns a client acting as the active installation that covers
+// repo (owner/name), and that installation's id: the one way a role writes
+// to a repository as the App.
+func (c *Client) ForRepo(ctx context.Context, q db.Querier, repo string) (*github.Client, int64, error) {
+	id, err := InstallationFor(ctx, q, repo)
+	if err == nil && id == 0 {
+		err = ErrNotInstalled
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("finding the installation of %s (is the App installed there?): %w", repo, err)
+	}
+	return c.Installation(id), id, nil
 }

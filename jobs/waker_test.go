@@ -1,0 +1,132 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	"github.com/superagent-dev/superagent/jobs"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// TestMain fails the package when a test leaves goroutines behind.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// newQueue is a queue that is never started: the tests read the rows the
+// wakes insert.
+func newQueue(t *testing.T, d *db.DB) *queue.Queue {
+	t.Helper()
+	q := queue.New(d, queue.Config{ID: "jobs-test"})
+	queue.AddWorker(q, river.WorkFunc(func(context.Context, *river.Job[jobs.RouteArgs]) error { return nil }))
+	queue.AddWorker(q, river.WorkFunc(func(context.Context, *river.Job[jobs.ExecuteArgs]) error { return nil }))
+	require.NoError(t, q.Init())
+	return q
+}
+
+// rows returns the unfinished jobs of kind as slot → state.
+func rows(t *testing.T, d *db.DB, kind string) map[int]string {
+	t.Helper()
+	rs, err := d.Query(context.Background(), `SELECT args, state FROM river_job WHERE kind = $1 ORDER BY id`, kind)
+	require.NoError(t, err)
+	defer rs.Close()
+	out := map[int]string{}
+	for rs.Next() {
+		var args []byte
+		var state string
+		require.NoError(t, rs.Scan(&args, &state))
+		var a struct {
+			Slot int `json:"slot"`
+		}
+		require.NoError(t, json.Unmarshal(args, &a))
+		out[a.Slot] = state
+	}
+	require.NoError(t, rs.Err())
+	return out
+}
+
+func TestWakeExecutorKeepsOneWaitingPerSlot(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		w := &jobs.Waker{Queue: newQueue(t, d)}
+		wake := func() { require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error { return w.WakeExecutor(ctx, tx, 7) })) }
+
+		wake()
+		wake()
+		require.Equal(t, map[int]string{0: "available"}, rows(t, d, "execute_ticket"), "a waiting job absorbs the second wake")
+
+		// The job starts: it may have taken its last look already, so a
+		// wake queues one behind it, and only one.
+		_, err := d.Exec(ctx, `UPDATE river_job SET state = 'running' WHERE kind = 'execute_ticket'`)
+		require.NoError(t, err)
+		wake()
+		wake()
+		require.Equal(t, map[int]string{0: "running", 1: "available"}, rows(t, d, "execute_ticket"))
+
+		// Another Ticket has its own slots.
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error { return w.WakeExecutor(ctx, tx, 8) }))
+		var n int
+		require.NoError(t, d.QueryRow(ctx, `SELECT COUNT(*) FROM river_job WHERE kind = 'execute_ticket'`).Scan(&n))
+		require.Equal(t, 3, n)
+	})
+}
+
+func TestScheduleTurnDebouncesAndReportsWakeTheMainSession(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		store := tickets.New(tickets.Config{Now: func() time.Time { return now }})
+		w := &jobs.Waker{Queue: newQueue(t, d), Tickets: store, Debounce: 5 * time.Second, Now: func() time.Time { return now }}
+
+		tk, err := store.CreateTicket(ctx, d, tickets.Ticket{Title: "Fix the typo", State: tickets.TicketWorking})
+		require.NoError(t, err)
+		var r tickets.Report
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
+			r, err = w.Report(ctx, tx, tickets.Report{TicketID: tk.ID, State: tickets.ReportDone, Summary: "The typo is fixed and the tests pass."})
+			return err
+		}))
+		require.NotZero(t, r.ID)
+		require.Equal(t, map[int]string{0: "scheduled"}, rows(t, d, "route_turn"))
+		var at time.Time
+		require.NoError(t, d.QueryRow(ctx, `SELECT scheduled_at FROM river_job WHERE kind = 'route_turn'`).Scan(&at))
+		require.True(t, at.Equal(now.Add(5*time.Second)), "the turn waits Debounce: %v", at)
+
+		// A rolled-back Report leaves neither the Report nor a turn.
+		err = d.InTx(ctx, func(tx *db.Tx) error {
+			if _, err := w.Report(ctx, tx, tickets.Report{TicketID: tk.ID, State: tickets.ReportBlocked, Summary: "blocked"}); err != nil {
+				return err
+			}
+			return context.Canceled
+		})
+		require.ErrorIs(t, err, context.Canceled)
+		reports, err := store.Reports(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.Len(t, reports, 1)
+		require.Len(t, rows(t, d, "route_turn"), 1)
+	})
+}
+
+func TestWakesWithoutAQueueDoNothing(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		var w *jobs.Waker
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
+			if err := w.ScheduleTurn(ctx, tx); err != nil {
+				return err
+			}
+			return (&jobs.Waker{}).WakeExecutor(ctx, tx, 1)
+		}))
+		var n int
+		require.NoError(t, d.QueryRow(ctx, `SELECT COUNT(*) FROM river_job`).Scan(&n))
+		require.Zero(t, n)
+	})
+}
