@@ -2,7 +2,6 @@ package jobs_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -33,22 +32,18 @@ func newQueue(t *testing.T, d *db.DB) *queue.Queue {
 	return q
 }
 
-// rows returns the unfinished jobs of kind as slot → state.
-func rows(t *testing.T, d *db.DB, kind string) map[int]string {
+// states returns the states of kind's jobs in insert order: slot 0's job
+// comes first, as the wakes try slot 1 only after slot 0.
+func states(t *testing.T, d *db.DB, kind string) []string {
 	t.Helper()
-	rs, err := d.Query(context.Background(), `SELECT args, state FROM river_job WHERE kind = $1 ORDER BY id`, kind)
+	rs, err := d.Query(context.Background(), `SELECT state FROM river_job WHERE kind = $1 ORDER BY id`, kind)
 	require.NoError(t, err)
 	defer rs.Close()
-	out := map[int]string{}
+	var out []string
 	for rs.Next() {
-		var args []byte
 		var state string
-		require.NoError(t, rs.Scan(&args, &state))
-		var a struct {
-			Slot int `json:"slot"`
-		}
-		require.NoError(t, json.Unmarshal(args, &a))
-		out[a.Slot] = state
+		require.NoError(t, rs.Scan(&state))
+		out = append(out, state)
 	}
 	require.NoError(t, rs.Err())
 	return out
@@ -62,7 +57,7 @@ func TestWakeExecutorKeepsOneWaitingPerSlot(t *testing.T) {
 
 		wake()
 		wake()
-		require.Equal(t, map[int]string{0: "available"}, rows(t, d, "execute_ticket"), "a waiting job absorbs the second wake")
+		require.Equal(t, []string{"available"}, states(t, d, "execute_ticket"), "a waiting job absorbs the second wake")
 
 		// The job starts: it may have taken its last look already, so a
 		// wake queues one behind it, and only one.
@@ -70,7 +65,7 @@ func TestWakeExecutorKeepsOneWaitingPerSlot(t *testing.T) {
 		require.NoError(t, err)
 		wake()
 		wake()
-		require.Equal(t, map[int]string{0: "running", 1: "available"}, rows(t, d, "execute_ticket"))
+		require.Equal(t, []string{"running", "available"}, states(t, d, "execute_ticket"))
 
 		// Another Ticket has its own slots.
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error { return w.WakeExecutor(ctx, tx, 8) }))
@@ -95,7 +90,7 @@ func TestScheduleTurnDebouncesAndReportsWakeTheMainSession(t *testing.T) {
 			return err
 		}))
 		require.NotZero(t, r.ID)
-		require.Equal(t, map[int]string{0: "scheduled"}, rows(t, d, "route_turn"))
+		require.Equal(t, []string{"scheduled"}, states(t, d, "route_turn"))
 		var at time.Time
 		require.NoError(t, d.QueryRow(ctx, `SELECT scheduled_at FROM river_job WHERE kind = 'route_turn'`).Scan(&at))
 		require.True(t, at.Equal(now.Add(5*time.Second)), "the turn waits Debounce: %v", at)
@@ -111,7 +106,7 @@ func TestScheduleTurnDebouncesAndReportsWakeTheMainSession(t *testing.T) {
 		reports, err := store.Reports(ctx, d, tk.ID)
 		require.NoError(t, err)
 		require.Len(t, reports, 1)
-		require.Len(t, rows(t, d, "route_turn"), 1)
+		require.Len(t, states(t, d, "route_turn"), 1)
 	})
 }
 
