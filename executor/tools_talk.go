@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/go-github/v66/github"
-
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/outbox"
@@ -221,11 +219,6 @@ func (e *Executor) replyFeishu(ctx context.Context, ticketID int64, card *ticket
 	}, nil)
 }
 
-var (
-	issueCommentURL = regexp.MustCompile(`#issuecomment-([0-9]+)$`)
-	pullCommentURL  = regexp.MustCompile(`#discussion_r([0-9]+)$`)
-)
-
 func (e *Executor) react(ctx context.Context, call session.Call) (string, error) {
 	a, err := bind[struct {
 		Thread   string `json:"thread"`
@@ -261,23 +254,15 @@ func (e *Executor) react(ctx context.Context, call session.Call) (string, error)
 		if err != nil {
 			return "", err
 		}
-		owner, name, _ := strings.Cut(c.Thread.Repo, "/")
-		var r *github.Reaction
-		if m := issueCommentURL.FindStringSubmatch(c.URL); m != nil {
-			id, _ := strconv.ParseInt(m[1], 10, 64)
-			r, _, err = gh.Reactions.CreateIssueCommentReaction(ctx, owner, name, id, a.Reaction)
-		} else if m := pullCommentURL.FindStringSubmatch(c.URL); m != nil {
-			id, _ := strconv.ParseInt(m[1], 10, 64)
-			r, _, err = gh.Reactions.CreatePullRequestCommentReaction(ctx, owner, name, id, a.Reaction)
-		} else if c.Thread.Number > 0 {
-			r, _, err = gh.Reactions.CreateIssueReaction(ctx, owner, name, c.Thread.Number, a.Reaction)
-		} else {
+		target := outbox.ReactionTarget(c)
+		if target == "" {
 			return "", session.Refuse("card %d has nothing to react to", c.ID)
 		}
+		id, err := outbox.React(ctx, gh, target, a.Reaction)
 		if err != nil {
 			return "", fmt.Errorf("reacting to card %d: %w", c.ID, err)
 		}
-		return strconv.FormatInt(r.GetID(), 10), nil
+		return strconv.FormatInt(id, 10), nil
 	}, nil)
 	if err != nil {
 		return "", err

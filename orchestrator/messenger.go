@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"regexp"
 	"strconv"
 
 	"github.com/superagent-dev/superagent/internal/db"
@@ -11,27 +10,13 @@ import (
 	"github.com/superagent-dev/superagent/tickets"
 )
 
-var (
-	issueCommentURL = regexp.MustCompile(`#issuecomment-([0-9]+)$`)
-	pullCommentURL  = regexp.MustCompile(`#discussion_r([0-9]+)$`)
-)
-
 // reactionTarget says where a card's acknowledgement goes: the comment
 // itself, else its issue or pull request, else its Feishu message; "" when
 // the card has nowhere to react (a push, a check failure).
 func (o *Orchestrator) reactionTarget(ctx context.Context, q db.Querier, c tickets.Card) (string, error) {
 	switch c.Source {
 	case tickets.SourceGitHub:
-		if m := issueCommentURL.FindStringSubmatch(c.URL); m != nil {
-			return c.Thread.Repo + "#issue_comment:" + m[1], nil
-		}
-		if m := pullCommentURL.FindStringSubmatch(c.URL); m != nil {
-			return c.Thread.Repo + "#pull_comment:" + m[1], nil
-		}
-		if c.Thread.Number > 0 {
-			return c.Thread.Repo + "#issue:" + strconv.Itoa(c.Thread.Number), nil
-		}
-		return "", nil
+		return outbox.ReactionTarget(c), nil
 	case tickets.SourceFeishu:
 		id, err := tickets.FeishuMessageID(ctx, q, c)
 		if err != nil || id == "" {

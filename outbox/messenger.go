@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -56,36 +55,28 @@ func (m *Messenger) Send(ctx context.Context, o tickets.Outgoing, c tickets.Card
 	return fmt.Errorf("unknown source %q", o.Source)
 }
 
-var githubTarget = regexp.MustCompile(`^([^/\s]+)/([^#\s]+)#(issue|issue_comment|pull_comment):([0-9]+)$`)
-
 func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
 	if m.GitHub == nil {
 		return errors.New("GitHub is not configured")
 	}
-	t := githubTarget.FindStringSubmatch(o.Target)
-	if t == nil {
-		return fmt.Errorf("unusable GitHub target %q", o.Target)
+	t, err := parseGitHubTarget(o.Target)
+	if err != nil {
+		return err
 	}
-	owner, repo, what := t[1], t[2], t[3]
-	id, _ := strconv.ParseInt(t[4], 10, 64)
-	gh, _, err := m.GitHub.ForRepo(ctx, m.DB, owner+"/"+repo)
+	gh, _, err := m.GitHub.ForRepo(ctx, m.DB, t.owner+"/"+t.repo)
 	if err != nil {
 		return err
 	}
 	switch {
-	case o.Kind == KindReaction && what == "issue":
-		_, _, err = gh.Reactions.CreateIssueReaction(ctx, owner, repo, int(id), o.Body)
-	case o.Kind == KindReaction && what == "issue_comment":
-		_, _, err = gh.Reactions.CreateIssueCommentReaction(ctx, owner, repo, id, o.Body)
-	case o.Kind == KindReaction && what == "pull_comment":
-		_, _, err = gh.Reactions.CreatePullRequestCommentReaction(ctx, owner, repo, id, o.Body)
-	case (o.Kind == KindComment || o.Kind == KindProposal) && what == "issue":
+	case o.Kind == KindReaction:
+		_, err = React(ctx, gh, o.Target, o.Body)
+	case (o.Kind == KindComment || o.Kind == KindProposal) && t.what == "issue":
 		line, lerr := AgentLine(ctx, m.Prompts)
 		if lerr != nil {
 			return lerr
 		}
 		body := line + "\n\n" + o.Body
-		_, _, err = gh.Issues.CreateComment(ctx, owner, repo, int(id), &github.IssueComment{Body: &body})
+		_, _, err = gh.Issues.CreateComment(ctx, t.owner, t.repo, int(t.id), &github.IssueComment{Body: &body})
 	default:
 		return fmt.Errorf("cannot send a %s to %s", o.Kind, o.Target)
 	}

@@ -1,0 +1,73 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+var (
+	issueCommentURL = regexp.MustCompile(`#issuecomment-([0-9]+)$`)
+	pullCommentURL  = regexp.MustCompile(`#discussion_r([0-9]+)$`)
+	githubTarget    = regexp.MustCompile(`^([^/\s]+)/([^#\s]+)#(issue|issue_comment|pull_comment):([0-9]+)$`)
+)
+
+// ReactionTarget says where a reaction to a GitHub card goes, as an
+// outgoing target: the comment itself (owner/name#issue_comment:ID or
+// #pull_comment:ID), else its issue or pull request (#issue:N); "" when
+// the card has nothing to react to (a push, a check failure).
+func ReactionTarget(c tickets.Card) string {
+	if m := issueCommentURL.FindStringSubmatch(c.URL); m != nil {
+		return c.Thread.Repo + "#issue_comment:" + m[1]
+	}
+	if m := pullCommentURL.FindStringSubmatch(c.URL); m != nil {
+		return c.Thread.Repo + "#pull_comment:" + m[1]
+	}
+	if c.Thread.Number > 0 {
+		return c.Thread.Repo + "#issue:" + strconv.Itoa(c.Thread.Number)
+	}
+	return ""
+}
+
+// gitHubTarget is a parsed outgoing GitHub target.
+type gitHubTarget struct {
+	owner, repo, what string
+	id                int64
+}
+
+func parseGitHubTarget(target string) (gitHubTarget, error) {
+	t := githubTarget.FindStringSubmatch(target)
+	if t == nil {
+		return gitHubTarget{}, fmt.Errorf("unusable GitHub target %q", target)
+	}
+	id, _ := strconv.ParseInt(t[4], 10, 64)
+	return gitHubTarget{owner: t[1], repo: t[2], what: t[3], id: id}, nil
+}
+
+// React adds content (eyes, +1, …) as gh to a target ReactionTarget
+// names, and returns the reaction's id. GitHub keeps one reaction of a
+// content per account, so sending it again is safe.
+func React(ctx context.Context, gh *github.Client, target, content string) (int64, error) {
+	t, err := parseGitHubTarget(target)
+	if err != nil {
+		return 0, err
+	}
+	var r *github.Reaction
+	switch t.what {
+	case "issue":
+		r, _, err = gh.Reactions.CreateIssueReaction(ctx, t.owner, t.repo, int(t.id), content)
+	case "issue_comment":
+		r, _, err = gh.Reactions.CreateIssueCommentReaction(ctx, t.owner, t.repo, t.id, content)
+	case "pull_comment":
+		r, _, err = gh.Reactions.CreatePullRequestCommentReaction(ctx, t.owner, t.repo, t.id, content)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return r.GetID(), nil
+}
