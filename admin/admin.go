@@ -2,7 +2,9 @@
 // binary under /admin/: every prompt part with its default, the team's text
 // and the "Default updated" diff; team sections, skills and policy; version
 // history with diffs and restore; Tickets with their Threads, Sessions,
-// transcripts and token use; and River's job view under /admin/jobs/.
+// transcripts and token use; and River's job view under /admin/jobs/. It
+// also serves the Tickets API on /api (TicketsAPI: list, read, pause and
+// resume Tickets).
 //
 // Pages are server-rendered (html/template over an embedded file system) and
 // work without JavaScript; a small script only adds conveniences. People sign
