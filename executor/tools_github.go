@@ -296,32 +296,12 @@ func (e *Executor) commentOn(ctx context.Context, ticketID, cardID int64, repo, 
 	if err != nil {
 		return "", err
 	}
-	owner, name, _ := strings.Cut(repo, "/")
 	o := tickets.Outgoing{Key: key, TicketID: ticketID, CardID: cardID, Source: tickets.SourceGitHub, Kind: "comment",
 		Target: repo + "#issue:" + strconv.Itoa(number), Body: body}
 	return e.write(ctx, o, func(ctx context.Context) (string, error) {
-		c, _, err := gh.Issues.CreateComment(ctx, owner, name, number, &github.IssueComment{Body: github.String(body)})
-		if err != nil {
-			return "", fmt.Errorf("commenting on %s#%d: %w", repo, number, err)
-		}
-		return c.GetHTMLURL(), nil
+		return outbox.Comment(ctx, gh, repo, number, body)
 	}, func(ctx context.Context) (string, bool, error) {
-		opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
-		for {
-			cs, resp, err := gh.Issues.ListComments(ctx, owner, name, number, opts)
-			if err != nil {
-				return "", false, err
-			}
-			for _, c := range cs {
-				if strings.Contains(c.GetBody(), outbox.Marker(key)) {
-					return c.GetHTMLURL(), true, nil
-				}
-			}
-			if resp.NextPage == 0 {
-				return "", false, nil
-			}
-			opts.Page = resp.NextPage
-		}
+		return outbox.FindComment(ctx, gh, repo, number, key)
 	})
 }
 

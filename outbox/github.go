@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/google/go-github/v66/github"
 
@@ -70,4 +71,38 @@ func React(ctx context.Context, gh *github.Client, target, content string) (int6
 		return 0, err
 	}
 	return r.GetID(), nil
+}
+
+// Comment writes body as gh on the conversation of issue or pull request
+// number of repo (owner/name) and returns the comment's address.
+func Comment(ctx context.Context, gh *github.Client, repo string, number int, body string) (string, error) {
+	owner, name, _ := strings.Cut(repo, "/")
+	c, _, err := gh.Issues.CreateComment(ctx, owner, name, number, &github.IssueComment{Body: github.String(body)})
+	if err != nil {
+		return "", fmt.Errorf("commenting on %s#%d: %w", repo, number, err)
+	}
+	return c.GetHTMLURL(), nil
+}
+
+// FindComment looks for a comment on the conversation of number that
+// carries key's Marker: a write whose sender died before it saw the
+// answer. It returns the comment's address and whether it was found.
+func FindComment(ctx context.Context, gh *github.Client, repo string, number int, key string) (string, bool, error) {
+	owner, name, _ := strings.Cut(repo, "/")
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		cs, resp, err := gh.Issues.ListComments(ctx, owner, name, number, opts)
+		if err != nil {
+			return "", false, err
+		}
+		for _, c := range cs {
+			if strings.Contains(c.GetBody(), Marker(key)) {
+				return c.GetHTMLURL(), true, nil
+			}
+		}
+		if resp.NextPage == 0 {
+			return "", false, nil
+		}
+		opts.Page = resp.NextPage
+	}
 }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/go-github/v66/github"
-
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/githubapp"
@@ -75,8 +73,7 @@ func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
 		if lerr != nil {
 			return lerr
 		}
-		body := line + "\n\n" + o.Body
-		_, _, err = gh.Issues.CreateComment(ctx, t.owner, t.repo, int(t.id), &github.IssueComment{Body: &body})
+		_, err = Comment(ctx, gh, t.owner+"/"+t.repo, int(t.id), line+"\n\n"+o.Body)
 	default:
 		return fmt.Errorf("cannot send a %s to %s", o.Kind, o.Target)
 	}
