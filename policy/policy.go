@@ -137,7 +137,7 @@ func Validate(p Policy) []Problem {
 	return problems
 }
 
-// CheckInferred is the host's check of an inferred Ticket (SPEC §7): the
+// CheckInferred is the host's check of an inferred Ticket (docs/prompts.md#policy): the
 // mode must allow inferring and the Ticket must name at least one rule, each
 // of them enabled. It returns nil, or an error whose message can be given
 // back to the model as the refusal reason.

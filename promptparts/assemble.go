@@ -58,7 +58,7 @@ type Input struct {
 // request. Call it for every model request: saves take effect on the next
 // call in every process, with no restart and no TTL.
 //
-// The order is fixed (SPEC §6): shared instructions and the role, the team
+// The order is fixed (docs/prompts.md#assembly-order): shared instructions and the role, the team
 // sections, subscriptions and replies, dispatch (main) or work (Executor),
 // admission (main), handoff, then for an Executor the coding prompt and
 // AGENTS.md, the Environment section, and last the Policy section (main) or

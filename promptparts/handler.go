@@ -11,7 +11,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/httpserver"
 )
 
-// Routes mounts the configuration API (SPEC §12) on r, which main gives as
+// Routes mounts the configuration API (docs/prompts.md#the-configuration-api) on r, which main gives as
 // the authenticated /api router:
 //
 //	GET  /config

@@ -33,8 +33,8 @@ const (
 	KeyCoding = "coding"
 )
 
-// RequiredKeys are the parts every release must ship (SPEC §6, plus the
-// coding prompt). A release may ship more; overrides may name any of them.
+// RequiredKeys are the parts every release must ship, the coding prompt
+// among them (docs/prompts.md#parts). A release may ship more; overrides may name any of them.
 var RequiredKeys = []string{
 	KeyShared, KeyOrchestrator, KeyWorker, KeySubscriptions, KeyReplies,
 	KeyDispatch, KeyWork, KeyAdmission, KeyHandoffOrchestrator, KeyHandoffWorker,
@@ -115,8 +115,8 @@ func NewRegistry(fsys fs.FS) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading built-in prompt parts: %w", err)
 	}
-	// The panel lists parts in the order of SPEC §6 (the order they are
-	// assembled in), then any other part a release ships.
+	// The panel lists parts in the order they are assembled in
+	// (docs/prompts.md#assembly-order), then any other part a release ships.
 	order := func(k string) int {
 		if i := slices.Index(RequiredKeys, k); i >= 0 {
 			return i
@@ -150,7 +150,7 @@ func NewRegistry(fsys fs.FS) (*Registry, error) {
 	return r, nil
 }
 
-// Keys returns every key: the required ones in SPEC order, then the rest
+// Keys returns every key: the required ones in assembly order, then the rest
 // sorted.
 func (r *Registry) Keys() []string { return slices.Clone(r.keys) }
 

@@ -2,19 +2,11 @@ package tickets_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/superagent-dev/superagent/admin"
 	"github.com/superagent-dev/superagent/internal/db"
-	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -145,57 +137,5 @@ func TestTicketLifecycle(t *testing.T) {
 			require.Equal(t, tickets.CardCandidate, got.State)
 		})
 
-		t.Run("api", func(t *testing.T) {
-			r := chi.NewRouter()
-			r.Use(func(next http.Handler) http.Handler {
-				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					next.ServeHTTP(w, r.WithContext(httpserver.WithActor(r.Context(), "admin")))
-				})
-			})
-			admin.NewTicketsAPI(d, s, nil, discard{}).Routes(r)
-			call := func(method, path, body string) (int, map[string]any) {
-				req := httptest.NewRequest(method, path, strings.NewReader(body))
-				if body != "" {
-					req.Header.Set("Content-Type", "application/json")
-				}
-				w := httptest.NewRecorder()
-				r.ServeHTTP(w, req)
-				var out map[string]any
-				_ = json.Unmarshal(w.Body.Bytes(), &out)
-				return w.Code, out
-			}
-			code, out := call("GET", "/tickets", "")
-			require.Equal(t, 200, code)
-			require.Len(t, out["tickets"], 3)
-			id := "/tickets/" + itoa(tk.ID)
-			code, out = call("GET", id, "")
-			require.Equal(t, 200, code)
-			require.Len(t, out["threads"], 1)
-			require.Len(t, out["reports"], 1)
-			require.Len(t, out["messages"], 1)
-			code, _ = call("POST", id+"/pause", "")
-			require.Equal(t, 409, code, "an ended Ticket cannot be paused")
-			live, err := s.CreateTicket(ctx, d, tickets.Ticket{Title: "Live", State: tickets.TicketWorking})
-			require.NoError(t, err)
-			id = "/tickets/" + itoa(live.ID)
-			code, out = call("POST", id+"/pause", `{"reason":"hold on"}`)
-			require.Equal(t, 200, code)
-			require.Equal(t, "paused", out["state"])
-			require.Equal(t, "admin", out["pause"].(map[string]any)["by"])
-			code, out = call("POST", id+"/resume", "")
-			require.Equal(t, 200, code)
-			require.Equal(t, "working", out["state"])
-			code, _ = call("GET", "/tickets/999", "")
-			require.Equal(t, 404, code)
-		})
 	})
 }
-
-type discard struct{}
-
-func (discard) Error(string, ...any) {}
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// The admin panel pauses and resumes through a tickets.Pauser.
-var _ admin.Pauser = (*tickets.Pauser)(nil)

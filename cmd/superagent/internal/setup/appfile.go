@@ -19,7 +19,7 @@ const (
 	GitHubAppKeyFile = "github-app.pem"
 )
 
-// Environment variable names the App file holds (SPEC §12), plus the slug,
+// Environment variable names the App file holds (README.md#configuration), plus the slug,
 // which the service does not need but people do.
 const (
 	EnvGitHubAppID         = "SUPERAGENT_GITHUB_APP_ID"

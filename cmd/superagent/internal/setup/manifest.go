@@ -38,7 +38,7 @@ func Permissions(workflows bool) map[string]string {
 	return p
 }
 
-// Events are the webhook events the service consumes (SPEC §3). GitHub
+// Events are the webhook events the service consumes (docs/architecture.md#github-events). GitHub
 // sends installation events to every App without asking.
 func Events() []string {
 	return []string{
