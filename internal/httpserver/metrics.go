@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -29,6 +30,18 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 }
 
 func (m *httpMetrics) observe(method, route string, status int, d time.Duration) {
-	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+	m.requests.WithLabelValues(methodLabel(method), route, strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// methodLabel is the method as a metric label: one of the methods HTTP
+// defines, else "other". The method is whatever a client sent, so using it
+// raw would let anyone grow /metrics without bound.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "other"
 }

@@ -197,8 +197,8 @@ func (s *Server) accessLog(m *httpMetrics) func(http.Handler) http.Handler {
 			}
 			elapsed := time.Since(start)
 			m.observe(r.Method, route, status, elapsed)
-			s.logger.LogAttrs(r.Context(), slog.LevelInfo, "http request",
-				slog.String("method", r.Method),
+			s.logger.LogAttrs(r.Context(), accessLevel(route, status), "http request",
+				slog.String("method", methodLabel(r.Method)),
 				slog.String("route", route),
 				slog.Int("status", status),
 				slog.Int("bytes", ww.BytesWritten()),
@@ -207,4 +207,19 @@ func (s *Server) accessLog(m *httpMetrics) func(http.Handler) http.Handler {
 			)
 		})
 	}
+}
+
+// accessLevel is the level of a request's access log line. Probes, metric
+// scrapes and webhook deliveries arrive all day and have lifecycle log lines
+// of their own (a stored delivery, a card), so their access lines are DEBUG
+// unless they failed; everything else is INFO.
+func accessLevel(route string, status int) slog.Level {
+	if status >= http.StatusInternalServerError {
+		return slog.LevelWarn
+	}
+	switch {
+	case route == "/healthz", route == "/readyz", route == "/metrics", strings.HasPrefix(route, "/webhooks/"):
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,4 +96,52 @@ func TestNotReady(t *testing.T) {
 	status, body := do(t, "GET", srv.URL+"/readyz", "", "", "")
 	require.Equal(t, http.StatusServiceUnavailable, status)
 	require.Contains(t, body, "migrations pending")
+}
+
+// Methods are whatever a client sends; as metric labels they must come from
+// a fixed set, or junk requests grow /metrics for good.
+func TestMetricsStayBoundedUnderJunkMethods(t *testing.T) {
+	srv := newServer(t, nil)
+	size := func() int {
+		res, err := http.Get(srv.URL + "/metrics")
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return len(b)
+	}
+	before := size()
+	client := &http.Client{}
+	for i := range 20000 {
+		req, err := http.NewRequest("X"+strconv.Itoa(i), srv.URL+"/healthz", nil)
+		require.NoError(t, err)
+		res, err := client.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+	after := size()
+	require.Less(t, after, 100<<10, "/metrics after 20,000 made-up methods (was %d bytes)", before)
+	require.Less(t, after-before, 4<<10, "junk methods share one label value")
+}
+
+// Probes and webhook deliveries log their access lines at DEBUG; other
+// requests at INFO.
+func TestAccessLogLevels(t *testing.T) {
+	var buf strings.Builder
+	s := httpserver.New(httpserver.Config{Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	s.Root.Post("/webhooks/github", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) })
+	s.Root.Get("/admin/", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	for _, req := range []struct{ method, path string }{{"GET", "/healthz"}, {"GET", "/readyz"}, {"GET", "/metrics"}, {"POST", "/webhooks/github"}, {"GET", "/admin/"}} {
+		r, err := http.NewRequest(req.method, srv.URL+req.path, nil)
+		require.NoError(t, err)
+		res, err := http.DefaultClient.Do(r)
+		require.NoError(t, err)
+		res.Body.Close()
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 1, "only the panel request is logged at INFO: %s", buf.String())
+	require.Contains(t, lines[0], `"route":"/admin`)
 }
