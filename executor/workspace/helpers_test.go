@@ -32,6 +32,18 @@ func requireBwrap(t *testing.T) {
 	}
 }
 
+// requireSlirp is requireBwrap for slirp4netns, which the sandbox network
+// needs.
+func requireSlirp(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("slirp4netns"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("slirp4netns is required in CI: %v", err)
+		}
+		t.Skipf("slirp4netns not installed: %v", err)
+	}
+}
+
 // testEnv is a data dir laid out like the service's: secrets beside the
 // workspace root, which holds the workspaces.
 type testEnv struct {
