@@ -112,7 +112,8 @@ func startNetwork(ctx context.Context, l *launch, tools sandboxTools) (stop func
 		files = append(files, userns)
 	}
 	args = append(args, "/proc/self/fd/4", "tap0")
-	slirp := exec.Command(tools.slirp, args...)
+	// Ends with the command at the latest; stop ends it sooner.
+	slirp := exec.CommandContext(ctx, tools.slirp, args...)
 	slirp.ExtraFiles = files
 	var slirpOut strings.Builder
 	slirp.Stdout = io.Discard

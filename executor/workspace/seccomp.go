@@ -45,8 +45,8 @@ func seccompProgram() []byte {
 	if seccompArch == 0 {
 		return nil
 	}
-	eperm := uint32(seccompRetErrno | uint32(syscall.EPERM))
-	enosys := uint32(seccompRetErrno | uint32(syscall.ENOSYS))
+	eperm := seccompRetErrno | uint32(syscall.EPERM)
+	enosys := seccompRetErrno | uint32(syscall.ENOSYS)
 	prog := []bpfInsn{
 		{code: bpfLdWAbs, k: seccompDataArch},
 		{code: bpfJeqK, jt: 1, k: seccompArch},
