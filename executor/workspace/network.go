@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -115,9 +116,9 @@ func startNetwork(ctx context.Context, l *launch, tools sandboxTools) (stop func
 	// Ends with the command at the latest; stop ends it sooner.
 	slirp := exec.CommandContext(ctx, tools.slirp, args...)
 	slirp.ExtraFiles = files
-	var slirpOut strings.Builder
+	var slirpOut bytes.Buffer
 	slirp.Stdout = io.Discard
-	slirp.Stderr = &limitedWriter{b: &slirpOut, max: 4 << 10}
+	slirp.Stderr = &limitedBuffer{buf: &slirpOut, max: 4 << 10}
 	slirp.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := slirp.Start(); err != nil {
 		_ = readyW.Close()
@@ -228,17 +229,4 @@ func blockedRoutes() ([]string, error) {
 	}
 	slices.Sort(routes)
 	return slices.Compact(routes), nil
-}
-
-// limitedWriter keeps the first max bytes written.
-type limitedWriter struct {
-	b   *strings.Builder
-	max int
-}
-
-func (w *limitedWriter) Write(p []byte) (int, error) {
-	if room := w.max - w.b.Len(); room > 0 {
-		w.b.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
 }
