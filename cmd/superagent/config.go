@@ -56,13 +56,19 @@ type config struct {
 	AdminFeishuIDs       []string
 	RoutingDebounce      time.Duration
 
-	Sandbox          workspace.SandboxMode
-	SandboxNetwork   bool
-	SandboxReadOnly  []string
-	ExecutorWallTime time.Duration
-	ExecutorLease    time.Duration
-	TicketBudget     int64
-	ReviewBots       []string
+	Sandbox         workspace.SandboxMode
+	SandboxNetwork  bool
+	SandboxReadOnly []string
+	// The sandbox's per-command limits; zero means the workspace
+	// package's default.
+	SandboxCPUSeconds int
+	SandboxMemory     int64
+	SandboxProcesses  int
+	SandboxDisk       int64
+	ExecutorWallTime  time.Duration
+	ExecutorLease     time.Duration
+	TicketBudget      int64
+	ReviewBots        []string
 
 	LogLevel        slog.Level
 	SecureCookie    bool
@@ -223,6 +229,22 @@ func loadConfig(getenv func(string) string) (*config, error) {
 			return nil
 		},
 		func() (err error) {
+			c.SandboxCPUSeconds, err = parseCount("SUPERAGENT_SANDBOX_CPU_SECONDS", getenv("SUPERAGENT_SANDBOX_CPU_SECONDS"), "seconds")
+			return err
+		},
+		func() (err error) {
+			c.SandboxProcesses, err = parseCount("SUPERAGENT_SANDBOX_PROCESSES", getenv("SUPERAGENT_SANDBOX_PROCESSES"), "processes")
+			return err
+		},
+		func() (err error) {
+			c.SandboxMemory, err = parseBytes("SUPERAGENT_SANDBOX_MEMORY", getenv("SUPERAGENT_SANDBOX_MEMORY"))
+			return err
+		},
+		func() (err error) {
+			c.SandboxDisk, err = parseBytes("SUPERAGENT_SANDBOX_DISK", getenv("SUPERAGENT_SANDBOX_DISK"))
+			return err
+		},
+		func() (err error) {
 			c.ExecutorWallTime, err = parseDuration("SUPERAGENT_EXECUTOR_WALL_TIME", getenv("SUPERAGENT_EXECUTOR_WALL_TIME"), 2*time.Hour)
 			return err
 		},
@@ -362,6 +384,42 @@ func parseLevel(name, v string) (slog.Level, error) {
 		return 0, &settingError{name, fmt.Sprintf("must be debug, info, warn or error, got %q", v)}
 	}
 	return l, nil
+}
+
+// parseCount reads a positive whole number of unit; empty means 0, the
+// default.
+func parseCount(name, v, unit string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, &settingError{name, fmt.Sprintf("must be a positive number of %s, got %q", unit, v)}
+	}
+	return n, nil
+}
+
+// parseBytes reads a size such as 8GiB, 512MiB, 64KiB or a plain number of
+// bytes; empty means 0, the default.
+func parseBytes(name, v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	num, mult := v, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}} {
+		if rest, ok := strings.CutSuffix(v, u.suffix); ok {
+			num, mult = rest, u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, &settingError{name, fmt.Sprintf("must be a positive size such as 8GiB, 512MiB or a number of bytes, got %q", v)}
+	}
+	return n * mult, nil
 }
 
 func parseDuration(name, v string, def time.Duration) (time.Duration, error) {

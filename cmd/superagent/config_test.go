@@ -53,6 +53,10 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		{"sandbox", "SUPERAGENT_SANDBOX", "docker", `SUPERAGENT_SANDBOX: must be bwrap or none, got "docker"`},
 		{"sandbox network", "SUPERAGENT_SANDBOX_NETWORK", "maybe", `SUPERAGENT_SANDBOX_NETWORK: must be on or off, got "maybe"`},
 		{"sandbox paths", "SUPERAGENT_SANDBOX_READONLY", "usr/local/go", `SUPERAGENT_SANDBOX_READONLY: "usr/local/go" is not an absolute path`},
+		{"sandbox cpu", "SUPERAGENT_SANDBOX_CPU_SECONDS", "1m", `SUPERAGENT_SANDBOX_CPU_SECONDS: must be a positive number of seconds, got "1m"`},
+		{"sandbox processes", "SUPERAGENT_SANDBOX_PROCESSES", "0", `SUPERAGENT_SANDBOX_PROCESSES: must be a positive number of processes, got "0"`},
+		{"sandbox memory", "SUPERAGENT_SANDBOX_MEMORY", "8GB", `SUPERAGENT_SANDBOX_MEMORY: must be a positive size such as 8GiB, 512MiB or a number of bytes, got "8GB"`},
+		{"sandbox disk", "SUPERAGENT_SANDBOX_DISK", "-1", `SUPERAGENT_SANDBOX_DISK: must be a positive size such as 8GiB, 512MiB or a number of bytes, got "-1"`},
 		{"lease", "SUPERAGENT_EXECUTOR_LEASE", "-1s", "SUPERAGENT_EXECUTOR_LEASE: must be a positive duration"},
 		{"budget", "SUPERAGENT_TICKET_TOKEN_BUDGET", "lots", `SUPERAGENT_TICKET_TOKEN_BUDGET: must be a number of tokens (0 for none), got "lots"`},
 	}
@@ -64,6 +68,21 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 			require.NotContains(t, err.Error(), "\n", "one line")
 		})
 	}
+}
+
+func TestLoadConfigReadsSandboxLimits(t *testing.T) {
+	c, err := loadConfig(envOf(map[string]string{
+		"SUPERAGENT_SANDBOX_CPU_SECONDS": "60", "SUPERAGENT_SANDBOX_PROCESSES": "200",
+		"SUPERAGENT_SANDBOX_MEMORY": "512MiB", "SUPERAGENT_SANDBOX_DISK": "4GiB",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, 60, c.SandboxCPUSeconds)
+	require.Equal(t, 200, c.SandboxProcesses)
+	require.Equal(t, int64(512<<20), c.SandboxMemory)
+	require.Equal(t, int64(4<<30), c.SandboxDisk)
+	c, err = loadConfig(envOf(nil))
+	require.NoError(t, err)
+	require.Zero(t, c.SandboxCPUSeconds+c.SandboxProcesses, "zero means the workspace package's default")
 }
 
 func TestLoadConfigReadsPrivateKeyFromTextOrPath(t *testing.T) {

@@ -85,6 +85,7 @@ func doctorCommand(ctx context.Context, cfg *config, stdout io.Writer) int {
 		Model:                   cfg.Model,
 		RouterModel:             cfg.RouterModel,
 		Sandbox:                 string(cfg.Sandbox),
+		SandboxNetwork:          cfg.SandboxNetwork,
 	}, stdout)
 	if failed > 0 {
 		return 1

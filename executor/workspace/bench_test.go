@@ -9,7 +9,8 @@ import (
 
 // BenchmarkRun measures what the sandbox adds to one command: the same
 // command run straight in the workspace (SandboxNone, the baseline) and in
-// bubblewrap, alternately within one run, so the ratio holds on any
+// bubblewrap (with the network off, and on when slirp4netns is installed),
+// alternately within one run, so the ratio holds on any
 // machine. Both include what Run does around the command (the workdir
 // check, the output cap, the workspace size check).
 func BenchmarkRun(b *testing.B) {
@@ -20,8 +21,8 @@ func BenchmarkRun(b *testing.B) {
 	url, _ := srv.newRepo("o", "r", map[string]string{"README.md": "hello\n", "test.sh": "#!/bin/sh\ngrep -q hello README.md\n"})
 	remote := Remote{URL: url, Token: testToken, BaseBranch: "main"}
 	ctx := context.Background()
-	open := func(mode SandboxMode) *Workspace {
-		m, err := NewManager(Config{Root: b.TempDir(), Sandbox: mode})
+	open := func(mode SandboxMode, network bool) *Workspace {
+		m, err := NewManager(Config{Root: b.TempDir(), Sandbox: mode, Network: network})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -31,10 +32,16 @@ func BenchmarkRun(b *testing.B) {
 		}
 		return ws
 	}
-	direct, sandboxed := open(SandboxNone), open(SandboxBwrap)
+	direct, sandboxed := open(SandboxNone, false), open(SandboxBwrap, false)
+	// With the network on, each command also starts slirp4netns and sets
+	// its routes.
+	var networked *Workspace
+	if _, err := exec.LookPath("slirp4netns"); err == nil {
+		networked = open(SandboxBwrap, true)
+	}
 	for _, command := range []string{"true", "sh test.sh"} {
 		b.Run(command, func(b *testing.B) {
-			var plain, boxed time.Duration
+			var plain, boxed, netted time.Duration
 			run := func(ws *Workspace) time.Duration {
 				start := time.Now()
 				res, err := ws.Run(ctx, command, "", 0)
@@ -46,11 +53,17 @@ func BenchmarkRun(b *testing.B) {
 			for b.Loop() {
 				plain += run(direct)
 				boxed += run(sandboxed)
+				if networked != nil {
+					netted += run(networked)
+				}
 			}
 			n := float64(b.N)
 			b.ReportMetric(float64(plain.Microseconds())/n/1000, "direct-ms/op")
 			b.ReportMetric(float64(boxed.Microseconds())/n/1000, "bwrap-ms/op")
 			b.ReportMetric(float64(boxed)/float64(plain), "ratio")
+			if networked != nil {
+				b.ReportMetric(float64(netted.Microseconds())/n/1000, "bwrap-net-ms/op")
+			}
 		})
 	}
 }

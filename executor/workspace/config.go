@@ -25,14 +25,30 @@ const (
 type Config struct {
 	// Root is the directory holding one workspace per Ticket. Required.
 	Root string
-	// MaxBytes is the size limit of one workspace, .git included. Default 2 GiB.
-	// Over it, Run tells the model in the command output and Commit refuses.
+	// MaxBytes is the disk quota of one workspace, .git included, counted in
+	// allocated blocks (a sparse file counts what it holds). Default 2 GiB.
+	// A sandboxed command is stopped as soon as the workspace passes it, no
+	// single file may grow past it, and Commit refuses while it is exceeded.
 	MaxBytes int64
 	// Sandbox is SandboxBwrap (default) or SandboxNone (unsafe, development only).
 	Sandbox SandboxMode
-	// Network gives sandboxed commands the host's network. Default false: no
-	// network at all, loopback included.
+	// Network gives sandboxed commands a network of their own: a user-mode
+	// stack (slirp4netns) that reaches the internet but not the host, its
+	// loopback, the private ranges or the host's own subnets. Default false:
+	// no network at all, loopback included.
 	Network bool
+	// SlirpPath is the slirp4netns binary, used when Network is on. Default
+	// "slirp4netns" looked up in PATH.
+	SlirpPath string
+	// CPUSeconds is the CPU time each sandboxed process may use before the
+	// kernel kills it (RLIMIT_CPU). Default 1800.
+	CPUSeconds int
+	// MemoryBytes is the address space each sandboxed process may map
+	// (RLIMIT_AS). Default 8 GiB.
+	MemoryBytes int64
+	// MaxProcesses is how many processes and threads the sandbox user may
+	// have at once (RLIMIT_NPROC). Default 1024.
+	MaxProcesses int
 	// BwrapPath is the bubblewrap binary. Default "bwrap" looked up in PATH.
 	BwrapPath string
 	// GitPath is the git binary used on the host. Default "git".
@@ -56,6 +72,9 @@ const (
 	defaultMaxBytes       = 2 << 30
 	defaultMaxOutputBytes = 64 << 10
 	defaultMaxTimeout     = 30 * time.Minute
+	defaultCPUSeconds     = 1800
+	defaultMemoryBytes    = 8 << 30
+	defaultMaxProcesses   = 1024
 )
 
 // withDefaults returns cfg with defaults filled in, or one error listing every
@@ -99,6 +118,24 @@ func (cfg Config) withDefaults() (Config, error) {
 		errs = append(errs, fmt.Errorf("max timeout %s is negative", cfg.MaxTimeout))
 	} else if cfg.MaxTimeout == 0 {
 		cfg.MaxTimeout = defaultMaxTimeout
+	}
+	if cfg.SlirpPath == "" {
+		cfg.SlirpPath = "slirp4netns"
+	}
+	if cfg.CPUSeconds < 0 {
+		errs = append(errs, fmt.Errorf("cpu seconds %d is negative", cfg.CPUSeconds))
+	} else if cfg.CPUSeconds == 0 {
+		cfg.CPUSeconds = defaultCPUSeconds
+	}
+	if cfg.MemoryBytes < 0 {
+		errs = append(errs, fmt.Errorf("memory bytes %d is negative", cfg.MemoryBytes))
+	} else if cfg.MemoryBytes == 0 {
+		cfg.MemoryBytes = defaultMemoryBytes
+	}
+	if cfg.MaxProcesses < 0 {
+		errs = append(errs, fmt.Errorf("max processes %d is negative", cfg.MaxProcesses))
+	} else if cfg.MaxProcesses == 0 {
+		cfg.MaxProcesses = defaultMaxProcesses
 	}
 	extra := make([]string, 0, len(cfg.ExtraReadOnly))
 	for _, p := range cfg.ExtraReadOnly {

@@ -8,11 +8,15 @@
 // holds things that code must never see: its environment (the GitHub App key,
 // the model API key), its data directory (the database, the admin token), the
 // other Tickets' workspaces, and a PostgreSQL server on 127.0.0.1 that trusts
-// every local connection. So a command runs under bubblewrap in fresh user,
-// PID, network, IPC, UTS and cgroup namespaces, as an unprivileged identity,
-// with an empty environment, a private /proc, /dev and /tmp, read-only system
-// directories, and only this Ticket's workspace mounted writable. Without
-// Config.Network it has no network at all, loopback included.
+// every local connection. So a command runs under bubblewrap in fresh PID,
+// network, IPC, UTS and cgroup namespaces (and a user namespace unless the
+// service is root, in which case it runs as uid 65534 on the host), with an
+// empty environment, a private /proc, /dev and /tmp, read-only system
+// directories, only this Ticket's workspace mounted writable, rlimits on
+// CPU, memory, processes and file size, a disk quota watched during the
+// command, and a seccomp filter. Without Config.Network it has no network
+// at all, loopback included; with it, slirp4netns gives it a user-mode
+// network from which the host and the private ranges are unreachable.
 //
 // The sandbox is one half; the host is the other. The host runs git on the
 // same files afterwards (status, commit, push with the installation token), so

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -154,7 +155,17 @@ func (g gitRunner) env(extra []string) []string {
 
 // run runs git and returns its stdout. The error carries stderr, scrubbed.
 func (g gitRunner) run(ctx context.Context, c gitCmd) (string, error) {
-	args := append(append([]string{}, safeConfig...), c.args...)
+	args := append([]string{}, safeConfig...)
+	// When the service is root the work tree belongs to the sandbox user,
+	// and git refuses a repository it does not own. Name this one only: a
+	// nested repository the sandbox made stays refused.
+	if c.dir != "" {
+		args = append(args, "-c", "safe.directory="+c.dir)
+		if real, err := filepath.EvalSymlinks(c.dir); err == nil && real != c.dir {
+			args = append(args, "-c", "safe.directory="+real)
+		}
+	}
+	args = append(args, c.args...)
 	cmd := exec.CommandContext(ctx, g.path, args...)
 	cmd.Dir = c.dir
 	cmd.Env = g.env(c.env)

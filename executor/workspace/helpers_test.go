@@ -24,11 +24,23 @@ const testToken = "ghs_TESTtoken1234567890abcdefSECRET"
 // a missing sandbox is a failure.
 func requireBwrap(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
+	requireTool(t, "bwrap")
+}
+
+// requireSlirp is requireBwrap for slirp4netns, which the sandbox network
+// needs.
+func requireSlirp(t *testing.T) {
+	t.Helper()
+	requireTool(t, "slirp4netns")
+}
+
+func requireTool(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("bwrap is required in CI: %v", err)
+			t.Fatalf("%s is required in CI: %v", name, err)
 		}
-		t.Skipf("bwrap not installed: %v", err)
+		t.Skipf("%s not installed: %v", name, err)
 	}
 }
 

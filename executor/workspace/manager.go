@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +18,7 @@ import (
 // Manager creates, opens and removes the workspaces under Config.Root.
 type Manager struct {
 	cfg   Config
-	bwrap string // resolved bubblewrap path; empty with SandboxNone
+	tools sandboxTools // resolved by Check; empty with SandboxNone
 	git   gitRunner
 
 	mu    sync.Mutex
@@ -76,19 +77,32 @@ func (m *Manager) Check(ctx context.Context) error {
 	if err := os.Mkdir(filepath.Join(dir, ".git"), 0o700); err != nil {
 		return fmt.Errorf("creating sandbox check dir: %w", err)
 	}
+	tools := sandboxTools{bwrap: path}
+	if m.cfg.Network {
+		if tools.slirp, err = exec.LookPath(m.cfg.SlirpPath); err != nil {
+			return fmt.Errorf("finding slirp4netns %q, which the sandbox network needs (install the slirp4netns package, or turn the network off): %w",
+				m.cfg.SlirpPath, err)
+		}
+		if tools.nsenter, err = exec.LookPath("nsenter"); err != nil {
+			return fmt.Errorf("finding nsenter, which the sandbox network needs (install util-linux): %w", err)
+		}
+		if tools.ip, err = exec.LookPath("ip"); err != nil {
+			return fmt.Errorf("finding ip, which the sandbox network needs (install iproute2): %w", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	args := bwrapArgs(m.cfg, dir, sandboxWorkspace)
-	args = append(args, "/bin/sh", "-c", "true")
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = sandboxEnv(m.cfg)
-	out, err := cmd.CombinedOutput()
+	var out bytes.Buffer
+	st, err := m.runSandboxed(ctx, tools, dir, sandboxWorkspace, "true", &out, false)
+	if err == nil && st.exitCode != 0 {
+		err = fmt.Errorf("exit status %d", st.exitCode)
+	}
 	if err != nil {
-		return fmt.Errorf("bubblewrap %s cannot start a sandbox (are unprivileged user namespaces allowed?): %w: %s",
-			path, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("bubblewrap %s cannot start a sandbox (are unprivileged user namespaces allowed? are prlimit and setpriv from util-linux installed?): %w: %s",
+			path, err, strings.TrimSpace(out.String()))
 	}
 	m.mu.Lock()
-	m.bwrap = path
+	m.tools = tools
 	m.mu.Unlock()
 	return nil
 }
@@ -111,9 +125,9 @@ func (m *Manager) dir(ticketID int64) string {
 
 func (m *Manager) workspace(ticketID int64) *Workspace {
 	m.mu.Lock()
-	bwrap := m.bwrap
+	tools := m.tools
 	m.mu.Unlock()
-	return &Workspace{m: m, id: ticketID, dir: m.dir(ticketID), bwrap: bwrap}
+	return &Workspace{m: m, id: ticketID, dir: m.dir(ticketID), tools: tools}
 }
 
 // Prepare makes ticket's workspace ready on branch: it clones remote if the

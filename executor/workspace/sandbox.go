@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,33 +18,133 @@ import (
 // sandboxWorkspace is where the workspace appears inside the sandbox.
 const sandboxWorkspace = "/workspace"
 
+// sandboxUID is the uid and gid commands run as inside the sandbox. When the
+// service runs as root it is also their uid on the host, so that root-owned
+// files stay closed to them and RLIMIT_NPROC applies (the kernel never
+// enforces it for host root).
+const sandboxUID = 65534
+
 // systemDirs are bound read-only, or recreated as symlinks where the host has
 // symlinks (merged /usr).
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
 // etcFiles are the parts of /etc a shell and common tools need. The rest of
-// /etc stays out: it can hold service configuration.
+// /etc stays out: it can hold service configuration. Of /etc/ssl only the
+// public certificates go in; /etc/ssl/private holds the host's keys.
 var etcFiles = []string{
-	"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf",
+	"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/nsswitch.conf",
 	"/etc/host.conf", "/etc/gai.conf", "/etc/services", "/etc/protocols",
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-	"/etc/ssl", "/etc/ca-certificates", "/etc/alternatives", "/etc/mime.types",
+	"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/alternatives", "/etc/mime.types",
 	"/etc/inputrc", "/etc/bash.bashrc", "/etc/profile",
 }
 
-// bwrapArgs returns bubblewrap's arguments (without the command) for a
-// sandbox around the workspace at dir, starting in chdir.
-func bwrapArgs(cfg Config, dir, chdir string) []string {
-	args := []string{
-		"--unshare-all",
+// sandboxResolvConf points the sandbox at slirp4netns's DNS forwarder.
+const sandboxResolvConf = "nameserver 10.0.2.3\n"
+
+// launch is one bubblewrap invocation: its arguments and the files it
+// inherits as fd 3, 4, ... in order.
+type launch struct {
+	args []string
+	// privileged is set when the service runs as root: bwrap then makes no
+	// user namespace, and setpriv drops the command to sandboxUID on the
+	// host.
+	privileged bool
+	files      []*os.File // bwrap's ends, closed once it has started
+	ours       []*os.File // our ends of its pipes
+	info       *os.File   // bwrap's --info-fd, read for the child pid (network only)
+	block      *os.File   // bwrap's --block-fd, written once the network is up
+}
+
+// pass hands f to bwrap and returns the fd number it will have there.
+func (l *launch) pass(f *os.File) string {
+	l.files = append(l.files, f)
+	return strconv.Itoa(2 + len(l.files))
+}
+
+// pipe returns a pipe whose write end is ours and read end bwrap's.
+func (l *launch) pipe() (r, w *os.File, err error) {
+	r, w, err = os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating pipe for bubblewrap: %w", err)
+	}
+	l.ours = append(l.ours, w)
+	return r, w, nil
+}
+
+// data returns the fd number of a pipe holding data for bwrap to read.
+func (l *launch) data(data []byte) (string, error) {
+	r, w, err := l.pipe()
+	if err != nil {
+		return "", err
+	}
+	fd := l.pass(r)
+	// Small enough for the pipe's buffer, so this does not block.
+	if _, err := w.Write(data); err != nil {
+		return "", fmt.Errorf("writing to bubblewrap: %w", err)
+	}
+	return fd, w.Close()
+}
+
+// started closes bwrap's ends of the files, which it now holds.
+func (l *launch) started() {
+	for _, f := range l.files {
+		_ = f.Close()
+	}
+	l.files = nil
+}
+
+func (l *launch) close() {
+	l.started()
+	for _, f := range l.ours {
+		_ = f.Close()
+	}
+}
+
+// newLaunch builds the bubblewrap invocation that runs command with
+// /bin/sh -c in a sandbox around the workspace at dir, starting in chdir.
+func newLaunch(cfg Config, dir, chdir, command string) (l *launch, err error) {
+	l = &launch{privileged: os.Geteuid() == 0}
+	defer func() {
+		if err != nil {
+			l.close()
+		}
+	}()
+	if l.privileged {
+		// No user namespace: as root, bwrap can make the others directly,
+		// and one would map the command's uid back to host root.
+		l.args = []string{"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
+	} else {
+		// A user namespace whose sandboxUID is the service's own uid.
+		l.args = []string{"--unshare-all", "--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxUID)}
+	}
+	l.args = append(l.args,
 		"--die-with-parent",
 		"--new-session",
 		"--clearenv",
-		"--uid", "65534", "--gid", "65534",
 		"--hostname", "sandbox",
-	}
+	)
 	if cfg.Network {
-		args = append(args, "--share-net")
+		infoR, infoW, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("creating pipe for bubblewrap: %w", err)
+		}
+		l.ours = append(l.ours, infoR)
+		l.info = infoR
+		blockR, blockW, err := l.pipe()
+		if err != nil {
+			_ = infoW.Close()
+			return nil, err
+		}
+		l.block = blockW
+		l.args = append(l.args, "--info-fd", l.pass(infoW), "--block-fd", l.pass(blockR))
+	}
+	if prog := seccompProgram(); prog != nil {
+		fd, err := l.data(prog)
+		if err != nil {
+			return nil, err
+		}
+		l.args = append(l.args, "--seccomp", fd)
 	}
 	for _, d := range systemDirs {
 		fi, err := os.Lstat(d)
@@ -51,27 +152,40 @@ func bwrapArgs(cfg Config, dir, chdir string) []string {
 		case err != nil:
 		case fi.Mode()&os.ModeSymlink != 0:
 			if target, err := os.Readlink(d); err == nil {
-				args = append(args, "--symlink", target, d)
+				l.args = append(l.args, "--symlink", target, d)
 			}
 		case fi.IsDir():
-			args = append(args, "--ro-bind", d, d)
+			l.args = append(l.args, "--ro-bind", d, d)
 		}
 	}
+	// bwrap makes missing parents of a mount point mode 0700; as root that
+	// shuts the sandbox user out of them.
+	l.args = append(l.args, parentDirs(etcFiles)...)
 	for _, f := range etcFiles {
-		args = append(args, "--ro-bind-try", f, f)
+		l.args = append(l.args, "--ro-bind-try", f, f)
 	}
-	args = append(args,
+	if cfg.Network {
+		fd, err := l.data([]byte(sandboxResolvConf))
+		if err != nil {
+			return nil, err
+		}
+		l.args = append(l.args, "--perms", "0644", "--ro-bind-data", fd, "/etc/resolv.conf")
+	} else {
+		l.args = append(l.args, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf")
+	}
+	l.args = append(l.args,
 		"--proc", "/proc",
 		"--dev", "/dev",
 		// RAM-backed, so it gets the workspace's limit too.
-		"--size", strconv.FormatInt(cfg.MaxBytes, 10), "--tmpfs", "/tmp",
-		"--dir", "/tmp/home",
+		"--perms", "1777", "--size", strconv.FormatInt(cfg.MaxBytes, 10), "--tmpfs", "/tmp",
+		"--perms", "0777", "--dir", "/tmp/home",
 	)
 	// After /tmp, so that paths under it are not hidden by the tmpfs.
+	l.args = append(l.args, parentDirs(cfg.ExtraReadOnly)...)
 	for _, p := range cfg.ExtraReadOnly {
-		args = append(args, "--ro-bind", p, p)
+		l.args = append(l.args, "--ro-bind", p, p)
 	}
-	args = append(args,
+	l.args = append(l.args,
 		"--bind", dir, sandboxWorkspace,
 		// Mounted over the writable workspace: sandboxed code may read
 		// history but not plant hooks or config that the host's git obeys.
@@ -81,7 +195,34 @@ func bwrapArgs(cfg Config, dir, chdir string) []string {
 	)
 	for _, kv := range sandboxEnv(cfg) {
 		k, v, _ := strings.Cut(kv, "=")
-		args = append(args, "--setenv", k, v)
+		l.args = append(l.args, "--setenv", k, v)
+	}
+	l.args = append(l.args, limitArgs(cfg)...)
+	if l.privileged {
+		id := strconv.Itoa(sandboxUID)
+		l.args = append(l.args, "/usr/bin/setpriv", "--reuid="+id, "--regid="+id, "--clear-groups",
+			"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--")
+	}
+	l.args = append(l.args, "/bin/sh", "-c", command)
+	return l, nil
+}
+
+// parentDirs returns bwrap arguments that make the parents of paths, where
+// missing, readable and searchable by everyone.
+func parentDirs(paths []string) []string {
+	var args []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		var parents []string
+		for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+			parents = append(parents, d)
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			if d := parents[i]; !seen[d] {
+				seen[d] = true
+				args = append(args, "--perms", "0755", "--dir", d)
+			}
+		}
 	}
 	return args
 }
@@ -100,18 +241,26 @@ func sandboxEnv(cfg Config) []string {
 		"HOME=/tmp/home",
 		"LANG=C.UTF-8",
 		"TMPDIR=/tmp",
+		// .git belongs to the host's user, the work tree to the sandbox's;
+		// without this git inside refuses the repository as not its own.
+		"GIT_CONFIG_COUNT=1",
+		"GIT_CONFIG_KEY_0=safe.directory",
+		"GIT_CONFIG_VALUE_0=" + sandboxWorkspace,
 	}
 }
 
 // Result is the outcome of a command.
 type Result struct {
 	// Output is stdout and stderr interleaved, capped at
-	// Config.MaxOutputBytes.
+	// Config.MaxOutputBytes, followed by notes on any limit the command hit.
 	Output string
 	// ExitCode is the command's exit status; -1 when it was killed.
 	ExitCode int
 	// TimedOut reports that the command was killed at its timeout.
 	TimedOut bool
+	// OverQuota reports that the command was killed because the workspace
+	// passed its disk quota (Config.MaxBytes).
+	OverQuota bool
 	// Truncated reports that Output was cut.
 	Truncated bool
 	Duration  time.Duration
@@ -139,24 +288,110 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 		timeout = w.m.cfg.MaxTimeout
 	}
 
-	var cmd *exec.Cmd
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	out := newCappedWriter(w.m.cfg.MaxOutputBytes)
+	var st runState
 	switch w.m.cfg.Sandbox {
 	case SandboxNone:
-		cmd = exec.CommandContext(runCtx, "/bin/sh", "-c", command)
+		cmd := exec.CommandContext(runCtx, "/bin/sh", "-c", command)
 		cmd.Dir = filepath.Join(w.dir, filepath.FromSlash(rel))
+		cmd.Env = sandboxEnv(w.m.cfg)
+		st, err = runGroup(cmd, out, nil)
 	default:
-		if w.bwrap == "" {
+		if w.tools.bwrap == "" {
 			return Result{}, errors.New("running command: sandbox not checked; create the workspace through NewManager")
 		}
-		args := bwrapArgs(w.m.cfg, w.dir, path2sandbox(rel))
-		args = append(args, "/bin/sh", "-c", command)
-		cmd = exec.CommandContext(runCtx, w.bwrap, args...)
-		cmd.Dir = w.dir
+		st, err = w.m.runSandboxed(runCtx, w.tools, w.dir, path2sandbox(rel), command, out, true)
 	}
-	cmd.Env = sandboxEnv(w.m.cfg)
-	out := newCappedWriter(w.m.cfg.MaxOutputBytes)
+	res := Result{Duration: st.duration, ExitCode: st.exitCode, OverQuota: st.overQuota > 0}
+	res.Output, res.Truncated = out.result()
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("running command: %w", ctx.Err())
+		}
+		return res, fmt.Errorf("running command: %w", err)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("running command: %w", ctx.Err())
+	case st.overQuota > 0:
+		res.ExitCode = -1
+		res.Output += fmt.Sprintf("\n[stopped: the workspace passed its disk quota of %s (it held %s); delete files (build output, caches) before anything else — commits are refused until then]",
+			formatBytes(w.m.cfg.MaxBytes), formatBytes(st.overQuota))
+		return res, nil
+	case runCtx.Err() != nil:
+		res.TimedOut = true
+		res.ExitCode = -1
+		res.Output += fmt.Sprintf("\n[command timed out after %s and was killed]", timeout)
+	}
+	if w.m.cfg.Sandbox != SandboxNone {
+		res.Output += limitNotes(w.m.cfg, res.ExitCode, res.Output)
+	}
+	if size, err := w.size(); err != nil {
+		return res, fmt.Errorf("running command: %w", err)
+	} else if size > w.m.cfg.MaxBytes {
+		res.Output += fmt.Sprintf("\n[error: the workspace now holds %s, over its disk quota of %s; delete files (build output, caches) before anything else — commits are refused until then]",
+			formatBytes(size), formatBytes(w.m.cfg.MaxBytes))
+	}
+	return res, nil
+}
+
+// runState is how a command ended.
+type runState struct {
+	exitCode  int
+	duration  time.Duration
+	overQuota int64 // bytes the workspace held when the quota watcher stopped the command; 0 if it did not
+}
+
+// runSandboxed runs command under bubblewrap with the workspace at dir and
+// returns how it ended. A non-zero exit or a kill at ctx's deadline is not an
+// error. With quota, the workspace is watched during the command and the
+// command killed once it passes Config.MaxBytes.
+func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, dir, chdir, command string, out io.Writer, quota bool) (runState, error) {
+	l, err := newLaunch(m.cfg, dir, chdir, command)
+	if err != nil {
+		return runState{}, err
+	}
+	defer l.close()
+	if l.privileged {
+		if err := chownTree(dir, sandboxUID); err != nil {
+			return runState{}, err
+		}
+	}
+	cmd := exec.CommandContext(ctx, tools.bwrap, l.args...)
+	cmd.Dir = dir
+	cmd.Env = sandboxEnv(m.cfg)
+	cmd.ExtraFiles = l.files
+	return runGroup(cmd, out, func(pgid int) (func() int64, error) {
+		l.started()
+		var stopNet func()
+		if m.cfg.Network {
+			stop, err := startNetwork(ctx, l, tools)
+			if err != nil {
+				return nil, fmt.Errorf("setting up the sandbox network: %w", err)
+			}
+			stopNet = stop
+		}
+		stopWatch := func() int64 { return 0 }
+		if quota {
+			stopWatch = watchQuota(dir, m.cfg.MaxBytes, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		}
+		return func() int64 {
+			over := stopWatch()
+			if stopNet != nil {
+				stopNet()
+			}
+			return over
+		}, nil
+	})
+}
+
+// runGroup runs cmd in its own process group, killed whole when cmd's
+// context ends. started, if not nil, runs once cmd has started; it returns
+// a function called once cmd has ended, which returns the workspace size at
+// which the quota watcher killed the command, or 0.
+func runGroup(cmd *exec.Cmd, out io.Writer, started func(pgid int) (func() int64, error)) (runState, error) {
 	cmd.Stdout = out
 	cmd.Stderr = out
 	// Its own process group, killed whole at the timeout. Inside bwrap the
@@ -168,35 +403,31 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 	cmd.WaitDelay = 5 * time.Second
 
 	start := time.Now()
-	err = cmd.Run()
-	res := Result{Duration: time.Since(start)}
-	res.Output, res.Truncated = out.result()
-	if cmd.ProcessState != nil {
-		res.ExitCode = cmd.ProcessState.ExitCode()
+	if err := cmd.Start(); err != nil {
+		return runState{}, err
 	}
-	if err != nil {
-		var exitErr *exec.ExitError
-		switch {
-		case ctx.Err() != nil:
-			return res, fmt.Errorf("running command: %w", ctx.Err())
-		case runCtx.Err() != nil:
-			res.TimedOut = true
-			res.ExitCode = -1
-			res.Output += fmt.Sprintf("\n[command timed out after %s and was killed]", timeout)
-		case errors.As(err, &exitErr):
-		case errors.Is(err, exec.ErrWaitDelay):
-			// A background process kept the output open; it is gone now.
-		default:
-			return res, fmt.Errorf("running command: %w", err)
+	stop := func() int64 { return 0 }
+	if started != nil {
+		s, err := started(cmd.Process.Pid)
+		if err != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			return runState{}, err
 		}
+		stop = s
 	}
-	if size, err := w.size(); err != nil {
-		return res, fmt.Errorf("running command: %w", err)
-	} else if size > w.m.cfg.MaxBytes {
-		res.Output += fmt.Sprintf("\n[error: the workspace now holds %d bytes, over its limit of %d; delete files (build output, caches) before anything else — commits are refused until then]",
-			size, w.m.cfg.MaxBytes)
+	err := cmd.Wait()
+	st := runState{duration: time.Since(start), overQuota: stop()}
+	if cmd.ProcessState != nil {
+		st.exitCode = cmd.ProcessState.ExitCode()
 	}
-	return res, nil
+	// Once the process has exited, what Wait adds (the context's error at a
+	// kill, exec.ErrWaitDelay when a background process held the output
+	// open) is in the exit state already.
+	if err != nil && cmd.ProcessState == nil {
+		return st, err
+	}
+	return st, nil
 }
 
 func path2sandbox(rel string) string {

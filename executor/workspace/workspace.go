@@ -15,7 +15,7 @@ type Workspace struct {
 	m     *Manager
 	id    int64
 	dir   string
-	bwrap string
+	tools sandboxTools
 }
 
 // Dir returns the workspace's directory on the host.
@@ -236,26 +236,9 @@ func (w *Workspace) ChangedFiles(ctx context.Context, base string) ([]string, er
 	return files, nil
 }
 
-// size returns the bytes used by the workspace, .git included.
+// size returns the bytes the workspace takes on disk, .git included.
 func (w *Workspace) size() (int64, error) {
-	var total int64
-	err := filepath.WalkDir(w.dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			total += fi.Size()
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("measuring workspace: %w", err)
-	}
-	return total, nil
+	return diskUsage(w.dir)
 }
 
 // nestedRepo returns the relative path of a directory below the top that has

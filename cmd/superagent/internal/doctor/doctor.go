@@ -43,7 +43,8 @@ type Config struct {
 	Model        string // SUPERAGENT_MODEL
 	RouterModel  string // SUPERAGENT_ROUTER_MODEL; default Model
 
-	Sandbox string // SUPERAGENT_SANDBOX; default "bwrap"
+	Sandbox        string // SUPERAGENT_SANDBOX; default "bwrap"
+	SandboxNetwork bool   // SUPERAGENT_SANDBOX_NETWORK=on
 
 	// Timeout bounds each check. Default 15 seconds.
 	Timeout time.Duration

@@ -380,6 +380,21 @@ func TestSandbox(t *testing.T) {
 		requireResult(t, results, "sandbox", doctor.Fail, "the command sandbox does not start", "apt-get install bubblewrap")
 		require.Positive(t, failed)
 	})
+	t.Run("network needs slirp4netns", func(t *testing.T) {
+		git, err := exec.LookPath("git")
+		require.NoError(t, err)
+		bin := t.TempDir()
+		require.NoError(t, os.Symlink(git, filepath.Join(bin, "git")))
+		if bwrap, err := exec.LookPath("bwrap"); err == nil {
+			require.NoError(t, os.Symlink(bwrap, filepath.Join(bin, "bwrap")))
+		}
+		t.Setenv("PATH", bin)
+		cfg := e.cfg
+		cfg.SandboxNetwork = true
+		results, _, failed := run(t, cfg)
+		requireResult(t, results, "sandbox", doctor.Fail, "slirp4netns is not on the PATH", "apt-get install slirp4netns")
+		require.Positive(t, failed)
+	})
 	t.Run("no model, no Executor", func(t *testing.T) {
 		cfg := e.cfg
 		cfg.Model, cfg.RouterModel = "", ""

@@ -1,0 +1,192 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// limitArgs wraps a sandboxed command in prlimit, which sets the per-process
+// limits before running it. Every process the command starts inherits them.
+// RLIMIT_FSIZE is the disk quota: no single file may grow past it, sparse or
+// not (host git would read every byte of a sparse file at commit).
+func limitArgs(cfg Config) []string {
+	return []string{
+		"/usr/bin/prlimit",
+		// SIGXCPU at the soft limit, which the note after the output can
+		// name; SIGKILL a second later for a process that catches it.
+		"--cpu=" + strconv.Itoa(cfg.CPUSeconds) + ":" + strconv.Itoa(cfg.CPUSeconds+1),
+		"--as=" + strconv.FormatInt(cfg.MemoryBytes, 10),
+		"--nproc=" + strconv.Itoa(cfg.MaxProcesses),
+		"--fsize=" + strconv.FormatInt(cfg.MaxBytes, 10),
+		"--core=0",
+		"--",
+	}
+}
+
+// Exit statuses of a shell whose child died of a signal (128+n).
+const (
+	exitSIGXCPU = 128 + int(syscall.SIGXCPU)
+	exitSIGXFSZ = 128 + int(syscall.SIGXFSZ)
+)
+
+// limitNotes explains, after a command's output, which limit it most likely
+// ran into, so that the model does not retry blindly.
+func limitNotes(cfg Config, exitCode int, output string) string {
+	var notes []string
+	if exitCode == exitSIGXCPU || strings.Contains(output, "CPU time limit exceeded") {
+		notes = append(notes, fmt.Sprintf("[stopped: a process used up its CPU time limit of %d s and was killed (SIGXCPU)]", cfg.CPUSeconds))
+	}
+	if exitCode == exitSIGXFSZ || strings.Contains(output, "File size limit exceeded") || strings.Contains(output, "File too large") {
+		notes = append(notes, fmt.Sprintf("[stopped: a file reached the size limit of %s, the workspace's disk quota (SIGXFSZ/EFBIG)]", formatBytes(cfg.MaxBytes)))
+	}
+	if strings.Contains(output, "Cannot fork") || strings.Contains(output, "fork: Resource temporarily unavailable") ||
+		strings.Contains(output, "fork failed: resource temporarily unavailable") {
+		notes = append(notes, fmt.Sprintf("[limit: the sandbox allows %d processes and threads at once; a fork failed]", cfg.MaxProcesses))
+	}
+	if strings.Contains(output, "Cannot allocate memory") || strings.Contains(output, "memory exhausted") ||
+		strings.Contains(output, "out of memory") || strings.Contains(output, "MemoryError") {
+		notes = append(notes, fmt.Sprintf("[limit: each process may map at most %s of memory (address space); an allocation failed]", formatBytes(cfg.MemoryBytes)))
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return "\n" + strings.Join(notes, "\n")
+}
+
+// Bounds of the pause between two measurements of the workspace during a
+// command. The pause is twice the last measurement's duration, within them,
+// so a large tree is not walked back to back.
+const (
+	quotaMinInterval = 150 * time.Millisecond
+	quotaMaxInterval = 2 * time.Second
+)
+
+// watchQuota measures the workspace at dir while a command runs and calls
+// kill once it holds more than limit bytes. A workspace already over the
+// limit may run commands that do not grow it (deleting files must work),
+// so the bar is then what it held at the start. The returned stop ends the
+// watch and returns the size that triggered the kill, or 0.
+func watchQuota(dir string, limit int64, kill func()) (stop func() int64) {
+	if used, err := diskUsage(dir); err == nil && used > limit {
+		limit = used
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var over int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			start := time.Now()
+			used, err := diskUsage(dir)
+			if err == nil && used > limit {
+				kill()
+				over = used
+				return
+			}
+			pause := min(max(2*time.Since(start), quotaMinInterval), quotaMaxInterval)
+			select {
+			case <-done:
+				return
+			case <-time.After(pause):
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		wg.Wait()
+		return over
+	}
+}
+
+// diskUsage returns the bytes allocated to everything under dir: st_blocks,
+// not the apparent size, so a sparse file counts what it holds; a file with
+// several hard links counts once. Entries that vanish while it walks are
+// skipped: a command may be deleting files.
+func diskUsage(dir string) (int64, error) {
+	var total int64
+	seen := map[uint64]bool{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			total += fi.Size()
+			return nil
+		}
+		if st.Nlink > 1 && !d.IsDir() {
+			if seen[st.Ino] {
+				return nil
+			}
+			seen[st.Ino] = true
+		}
+		total += st.Blocks * 512
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("measuring workspace: %w", err)
+	}
+	return total, nil
+}
+
+// chownTree gives the work tree at dir to uid (as uid and gid), so that a
+// command running as uid on the host can write it. .git is left alone: it
+// stays the host's, and read-only in the sandbox anyway. Symlinks are
+// changed, not followed.
+func chownTree(dir string, uid int) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" && filepath.Dir(p) == dir {
+			return fs.SkipDir
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == uid {
+			return nil
+		}
+		return os.Lchown(p, uid, uid)
+	})
+	if err != nil {
+		return fmt.Errorf("handing the work tree to the sandbox user: %w", err)
+	}
+	return nil
+}
+
+// formatBytes prints n in binary units, e.g. "10 MiB".
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	v := float64(n) / float64(div)
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	s = strings.TrimSuffix(s, ".0")
+	return s + " " + string("KMGTPE"[exp]) + "iB"
+}
