@@ -21,7 +21,7 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/superagent-dev/superagent/internal/clock"
+	"github.com/superagent-dev/superagent/internal/retry"
 )
 
 // DefaultBaseURL is the REST API root of github.com.
@@ -104,7 +104,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.MaxRetryWait = time.Minute
 	}
 	if cfg.Wait == nil {
-		cfg.Wait = clock.Sleep
+		cfg.Wait = retry.Sleep
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

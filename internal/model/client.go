@@ -20,7 +20,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/superagent-dev/superagent/internal/clock"
+	"github.com/superagent-dev/superagent/internal/retry"
 )
 
 // Replay says whether reasoning text is sent back to the provider.
@@ -142,7 +142,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = clock.Sleep
+		cfg.Sleep = retry.Sleep
 	}
 	if cfg.Random == nil {
 		cfg.Random = rand.Float64
