@@ -38,7 +38,8 @@ type Policy struct {
 	// negative: never.
 	Retries int
 	// MaxWait is the longest wait before one retry. When the next wait would
-	// be longer, Do gives up with a *TooLongError instead. Zero: no limit.
+	// be longer, Do gives up with a *TooLongError instead. Zero: no limit;
+	// negative: every wait is too long.
 	MaxWait time.Duration
 	// Backoff is the least wait before retry n (1 for the first retry),
 	// whatever the server asked for. Default: none, only what the server
@@ -110,7 +111,7 @@ func (p Policy) Do(ctx context.Context, try func(attempt int) error, onWait func
 		if p.Backoff != nil {
 			wait = max(wait, p.Backoff(attempt+1))
 		}
-		if p.MaxWait > 0 && wait > p.MaxWait {
+		if p.MaxWait != 0 && wait > p.MaxWait {
 			return &TooLongError{Wait: wait, Max: p.MaxWait, Err: a.err}
 		}
 		if onWait != nil {
