@@ -119,13 +119,14 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating GitHub App client: %w", err)
 	}
-	retry := &retryTransport{next: cfg.Transport, max: cfg.MaxRetries, maxWait: cfg.MaxRetryWait, wait: cfg.Wait, now: cfg.Now, metrics: m}
-	apps, err := ghinstallation.NewAppsTransport(retry, cfg.AppID, cfg.PrivateKey)
+	retrying := &retryTransport{next: cfg.Transport, now: cfg.Now, metrics: m,
+		policy: retry.Policy{Retries: cfg.MaxRetries, MaxWait: cfg.MaxRetryWait, Sleep: cfg.Wait}}
+	apps, err := ghinstallation.NewAppsTransport(retrying, cfg.AppID, cfg.PrivateKey)
 	if err != nil {
 		return nil, fmt.Errorf("creating GitHub App client: reading private key: %w", err)
 	}
 	apps.BaseURL = strings.TrimRight(base.String(), "/")
-	c := &Client{cfg: cfg, base: base, apps: apps, retry: retry, metrics: m, perInst: map[int64]*installation{}}
+	c := &Client{cfg: cfg, base: base, apps: apps, retry: retrying, metrics: m, perInst: map[int64]*installation{}}
 	c.app = c.newGitHub(apps)
 	return c, nil
 }
