@@ -10,7 +10,8 @@
 // repositories served over git smart HTTP, pull requests, issues, reviews,
 // check runs, users and a small GraphQL endpoint (see repos.go). Later
 // features add routes with Handle, reusing Authorize, WriteJSON and the
-// recorded requests.
+// recorded requests. SignWebhook signs webhook deliveries sent to the
+// service under test.
 package github
 
 import (
