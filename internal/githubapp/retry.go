@@ -30,8 +30,8 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var resp *http.Response
 	err := t.policy.Do(req.Context(), func(attempt int) error {
 		var err error
-		resp, err = t.next.RoundTrip(req)
-		resp = t.metrics.observe(inst, req, resp, err)
+		resp, err = t.next.RoundTrip(req)              //nolint:bodyclose // closed by onWait or the caller
+		resp = t.metrics.observe(inst, req, resp, err) //nolint:bodyclose // closed by onWait or the caller
 		if err != nil || resp.StatusCode != http.StatusTooManyRequests {
 			return err
 		}

@@ -118,7 +118,9 @@ func (p Policy) Do(ctx context.Context, try func(attempt int) error, onWait func
 			onWait(wait)
 		}
 		if err := sleep(ctx, wait); err != nil {
-			return fmt.Errorf("waiting %s to retry after %v: %w", wait, a.err, err)
+			// The failed attempt is named, not wrapped: a caller must not
+			// take an interrupted wait for that attempt's answer.
+			return fmt.Errorf("waiting %s to retry after %s: %w", wait, a.err.Error(), err)
 		}
 	}
 }
