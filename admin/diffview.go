@@ -1,34 +1,29 @@
 package admin
 
-import "strings"
+import "github.com/superagent-dev/superagent/promptparts"
 
-// diffLine is one line of a unified line diff.
+// diffLine is one row of the "diff" template.
 type diffLine struct {
-	// Kind is "same", "del" or "add".
+	// Kind is "same", "del" or "add", the row's CSS class.
 	Kind string
 	Text string
 }
 
-// diffLines reads promptparts.LineDiff output: each line prefixed with " ",
-// "-" or "+".
-func diffLines(diff string) []diffLine {
-	diff = strings.TrimSuffix(diff, "\n")
-	if diff == "" {
-		return nil
+func lineKind(op promptparts.LineOp) string {
+	switch op {
+	case promptparts.LineDeleted:
+		return "del"
+	case promptparts.LineAdded:
+		return "add"
 	}
+	return "same"
+}
+
+// diffLines lays a line diff out for the "diff" template.
+func diffLines(lines []promptparts.DiffLine) []diffLine {
 	var out []diffLine
-	for _, l := range strings.Split(diff, "\n") {
-		kind := "same"
-		if l != "" {
-			switch l[0] {
-			case '-':
-				kind = "del"
-			case '+':
-				kind = "add"
-			}
-			l = l[1:]
-		}
-		out = append(out, diffLine{Kind: kind, Text: l})
+	for _, l := range lines {
+		out = append(out, diffLine{Kind: lineKind(l.Op), Text: l.Text})
 	}
 	return out
 }
@@ -43,14 +38,14 @@ type diffRow struct {
 
 // sideBySide lays a line diff out in two columns: unchanged lines on both
 // sides, and each run of removed and added lines paired up row by row.
-func sideBySide(diff string) []diffRow {
+func sideBySide(lines []promptparts.DiffLine) []diffRow {
 	var (
 		rows       []diffRow
 		dels, adds []string
 		ln, rn     int
 	)
 	flush := func() {
-		for i := 0; i < max(len(dels), len(adds)); i++ {
+		for i := range max(len(dels), len(adds)) {
 			var row diffRow
 			if i < len(dels) {
 				ln++
@@ -64,11 +59,11 @@ func sideBySide(diff string) []diffRow {
 		}
 		dels, adds = dels[:0], adds[:0]
 	}
-	for _, l := range diffLines(diff) {
-		switch l.Kind {
-		case "del":
+	for _, l := range lines {
+		switch l.Op {
+		case promptparts.LineDeleted:
 			dels = append(dels, l.Text)
-		case "add":
+		case promptparts.LineAdded:
 			adds = append(adds, l.Text)
 		default:
 			flush()

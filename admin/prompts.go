@@ -58,7 +58,7 @@ type partPage struct {
 	Compare []diffRow
 	// OverrideDiff is the change from the default to the team's saved
 	// text, for an overridden part.
-	OverrideDiff string
+	OverrideDiff []promptparts.DiffLine
 }
 
 func partKey(r *http.Request) string { return chi.URLParam(r, "*") }
@@ -109,11 +109,11 @@ func newPartPage(o promptparts.Overview, part promptparts.Part) partPage {
 	if part.Override != nil {
 		p.Text = *part.Override
 	}
-	if part.DefaultDiff != nil {
-		p.Compare = sideBySide(*part.DefaultDiff)
+	if part.BaseText != nil {
+		p.Compare = sideBySide(promptparts.DiffLines(*part.BaseText, part.Default))
 	}
 	if part.Status == promptparts.StatusOverridden {
-		p.OverrideDiff = promptparts.LineDiff(part.Default, *part.Override)
+		p.OverrideDiff = promptparts.DiffLines(part.Default, *part.Override)
 	}
 	return p
 }
@@ -194,7 +194,7 @@ func (a *Admin) previewPart(w http.ResponseWriter, r *http.Request, part promptp
 	after := formText(r, "text")
 	var changes []promptparts.Change
 	if before != after {
-		changes = append(changes, promptparts.Change{Key: part.Key, From: before, To: after, Diff: promptparts.LineDiff(before, after)})
+		changes = append(changes, promptparts.NewChange(part.Key, before, after))
 	}
 	return a.render(w, r, http.StatusOK, "preview.html", pageData{Title: "Preview: " + part.Key, Nav: "prompts", Data: previewPage{
 		Heading:      part.Key,

@@ -162,7 +162,7 @@ func itemChanges(before, after map[string]string, order ...string) []promptparts
 	var out []promptparts.Change
 	for _, k := range order {
 		if before[k] != after[k] {
-			out = append(out, promptparts.Change{Key: k, From: before[k], To: after[k], Diff: promptparts.LineDiff(before[k], after[k])})
+			out = append(out, promptparts.NewChange(k, before[k], after[k]))
 		}
 	}
 	return out

@@ -10,27 +10,59 @@ import (
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
-// LineDiff renders the change from a to b line by line: "-" for a removed
-// line, "+" for an added one, " " for one both share.
-func LineDiff(a, b string) string {
+// LineOp is what a line diff does with one line.
+type LineOp int8
+
+// The line diff operations.
+const (
+	LineSame    LineOp = iota // the line is in both texts
+	LineDeleted               // only the old text has it
+	LineAdded                 // only the new text has it
+)
+
+// DiffLine is one line of a line diff.
+type DiffLine struct {
+	Op   LineOp
+	Text string // the line without its line break
+}
+
+// DiffLines compares a and b line by line.
+func DiffLines(a, b string) []DiffLine {
 	dmp := diffmatchpatch.New()
 	ca, cb, lines := dmp.DiffLinesToChars(a, b)
-	diffs := dmp.DiffCharsToLines(dmp.DiffMain(ca, cb, false), lines)
-	var out strings.Builder
-	for _, d := range diffs {
-		prefix := " "
+	var out []DiffLine
+	for _, d := range dmp.DiffCharsToLines(dmp.DiffMain(ca, cb, false), lines) {
+		op := LineSame
 		switch d.Type {
 		case diffmatchpatch.DiffInsert:
-			prefix = "+"
+			op = LineAdded
 		case diffmatchpatch.DiffDelete:
-			prefix = "-"
+			op = LineDeleted
 		}
-		text := strings.TrimSuffix(d.Text, "\n")
-		for _, line := range strings.Split(text, "\n") {
-			out.WriteString(prefix)
-			out.WriteString(line)
-			out.WriteByte('\n')
+		for _, line := range strings.Split(strings.TrimSuffix(d.Text, "\n"), "\n") {
+			out = append(out, DiffLine{Op: op, Text: line})
 		}
+	}
+	return out
+}
+
+// LineDiff renders the change from a to b line by line: "-" for a removed
+// line, "+" for an added one, " " for one both share.
+func LineDiff(a, b string) string { return formatLines(DiffLines(a, b)) }
+
+func formatLines(lines []DiffLine) string {
+	var out strings.Builder
+	for _, l := range lines {
+		switch l.Op {
+		case LineAdded:
+			out.WriteByte('+')
+		case LineDeleted:
+			out.WriteByte('-')
+		default:
+			out.WriteByte(' ')
+		}
+		out.WriteString(l.Text)
+		out.WriteByte('\n')
 	}
 	return out.String()
 }
@@ -44,8 +76,24 @@ type Change struct {
 	// override reads as its current default.
 	From string `json:"from"`
 	To   string `json:"to"`
-	// Diff is the line diff from From to To.
+	// Diff is the line diff from From to To, as LineDiff renders it.
 	Diff string `json:"diff"`
+
+	lines []DiffLine
+}
+
+// NewChange describes the change of the item key from one text to another.
+func NewChange(key, from, to string) Change {
+	lines := DiffLines(from, to)
+	return Change{Key: key, From: from, To: to, Diff: formatLines(lines), lines: lines}
+}
+
+// Lines is the line diff from From to To, as data for a view to lay out.
+func (c Change) Lines() []DiffLine {
+	if c.lines == nil {
+		return DiffLines(c.From, c.To) // a Change not made by NewChange
+	}
+	return c.lines
 }
 
 // Diff is the difference between two configurations.
@@ -138,7 +186,7 @@ func (s *Service) diffSettings(a, b Settings) []Change {
 		if ia[k] == ib[k] {
 			continue
 		}
-		changes = append(changes, Change{Key: k, From: ia[k], To: ib[k], Diff: LineDiff(ia[k], ib[k])})
+		changes = append(changes, NewChange(k, ia[k], ib[k]))
 	}
 	return changes
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/retry"
 )
 
 // notifyChannel is the PostgreSQL channel every save announces its revision
@@ -154,12 +155,8 @@ func (s *Service) watchLoop(ctx context.Context, pool *pgxpool.Pool) {
 			return
 		}
 		s.cfg.Logger.Warn("prompt revision listener lost its connection; reading the revision per request until it is back", "error", err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if retry.Sleep(ctx, backoff) != nil {
 			return
-		case <-t.C:
 		}
 		backoff = min(2*backoff, 10*time.Second)
 	}

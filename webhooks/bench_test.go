@@ -14,6 +14,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	"github.com/superagent-dev/superagent/webhooks"
 )
 
@@ -51,7 +52,7 @@ func BenchmarkGitHubDelivery(b *testing.B) {
 				})
 			})
 			body := fixture(b, "issue_comment/created.payload.json")
-			sig := webhooks.Sign(secret, body)
+			sig := fakegithub.SignWebhook(secret, body)
 			var seq atomic.Int64
 			b.Run("delivery", func(b *testing.B) {
 				b.SetParallelism(4)

@@ -2,6 +2,9 @@ package webhooks_test
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha1"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	"github.com/superagent-dev/superagent/webhooks"
 )
 
@@ -50,10 +54,16 @@ func TestRejections(t *testing.T) {
 		}{
 			{"unsigned", func(r *http.Request) { r.Header.Del("X-Hub-Signature-256") }, http.StatusUnauthorized},
 			{"signature without prefix", func(r *http.Request) {
-				r.Header.Set("X-Hub-Signature-256", strings.TrimPrefix(webhooks.Sign(secret, body), "sha256="))
+				r.Header.Set("X-Hub-Signature-256", strings.TrimPrefix(fakegithub.SignWebhook(secret, body), "sha256="))
 			}, http.StatusUnauthorized},
-			{"wrong secret", func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", webhooks.Sign("other", body)) }, http.StatusUnauthorized},
+			{"wrong secret", func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", fakegithub.SignWebhook("other", body)) }, http.StatusUnauthorized},
 			{"not hex", func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", "sha256=zz") }, http.StatusUnauthorized},
+			{"valid sha1 in the sha256 header", func(r *http.Request) {
+				// go-github's ValidateSignature alone would accept it.
+				mac := hmac.New(sha1.New, []byte(secret))
+				mac.Write(body)
+				r.Header.Set("X-Hub-Signature-256", "sha1="+hex.EncodeToString(mac.Sum(nil)))
+			}, http.StatusUnauthorized},
 			{"sha1 only", func(r *http.Request) {
 				r.Header.Del("X-Hub-Signature-256")
 				r.Header.Set("X-Hub-Signature", "sha1=0000")

@@ -108,7 +108,7 @@ func (e *env) request(t testing.TB, event, guid string, body []byte) *http.Reque
 	req.Header.Set("X-GitHub-Hook-ID", "292430182")
 	req.Header.Set("X-GitHub-Hook-Installation-Target-Type", "integration")
 	req.Header.Set("X-GitHub-Hook-Installation-Target-ID", fmt.Sprint(e.fake.AppID))
-	req.Header.Set("X-Hub-Signature-256", webhooks.Sign(secret, body))
+	req.Header.Set("X-Hub-Signature-256", fakegithub.SignWebhook(secret, body))
 	return req
 }
 

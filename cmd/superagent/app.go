@@ -25,6 +25,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/probe"
 	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/internal/retry"
 	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/migrations"
 	"github.com/superagent-dev/superagent/orchestrator"
@@ -406,10 +407,8 @@ func waitForMigrations(ctx context.Context, d *db.DB, logger *slog.Logger) error
 			return errors.New("database schema is not up to date: run `superagent migrate` (or start `superagent serve`) first")
 		}
 		logger.Info("waiting for database migrations", "error", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(2 * time.Second):
+		if err := retry.Sleep(ctx, 2*time.Second); err != nil {
+			return err
 		}
 	}
 }

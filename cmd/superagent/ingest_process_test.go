@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 )
 
 // TestKilledDuringBurstEveryAcknowledgedDeliveryHasOneCard sends a burst of
@@ -29,9 +27,7 @@ func TestKilledDuringBurstEveryAcknowledgedDeliveryHasOneCard(t *testing.T) {
 	payload, err := os.ReadFile(filepath.Join("testdata", "issue_comment.created.json"))
 	require.NoError(t, err)
 	const secret = "burst-test-webhook-secret"
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(payload)
-	signature := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	signature := fakegithub.SignWebhook(secret, payload)
 
 	databases(t, func(t *testing.T, url string) {
 		env := map[string]string{

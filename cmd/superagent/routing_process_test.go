@@ -18,7 +18,6 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
-	"github.com/superagent-dev/superagent/webhooks"
 )
 
 // TestRequestIsRoutedIntoATicket drives the wired binary end to end: a
@@ -125,7 +124,7 @@ func deliverGitHub(t *testing.T, p *proc, secret, event, guid string, body []byt
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Event", event)
 	req.Header.Set("X-GitHub-Delivery", guid)
-	req.Header.Set("X-Hub-Signature-256", webhooks.Sign(secret, body))
+	req.Header.Set("X-Hub-Signature-256", fakegithub.SignWebhook(secret, body))
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	_ = resp.Body.Close()

@@ -131,11 +131,11 @@ func openPostgres(ctx context.Context, rawURL string, opts Options) (*DB, error)
 func sqliteDSN(rawURL string) (path, dsn string, err error) {
 	path = strings.TrimPrefix(strings.TrimPrefix(rawURL, "sqlite://"), "file:")
 	var query url.Values
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		if query, err = url.ParseQuery(path[i+1:]); err != nil {
+	if p, options, ok := strings.Cut(path, "?"); ok {
+		if query, err = url.ParseQuery(options); err != nil {
 			return "", "", fmt.Errorf("parsing SQLite URL options: %w", err)
 		}
-		path = path[:i]
+		path = p
 	}
 	if path == "" {
 		return "", "", errors.New("SQLite URL names no file")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +15,8 @@ import (
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/superagent-dev/superagent/internal/retry"
 )
 
 // Config configures a Client.
@@ -30,8 +31,9 @@ type Config struct {
 	// MaxRetries is how many times a rate-limited call is retried after
 	// waiting. Default 3; negative means never.
 	MaxRetries int
-	// MaxWait caps one wait for a rate-limit reset; a longer reset is
-	// returned as the error instead. Default 1 minute.
+	// MaxWait caps one wait for a rate-limit reset; a longer reset ends the
+	// call with the rate-limit *APIError (wrapped: use errors.As). Default
+	// 1 minute.
 	MaxWait time.Duration
 	// ChatInterval spaces messages and reactions to one chat.
 	// Default 200ms (5 QPS, Feishu's per-chat limit); negative disables.
@@ -50,6 +52,7 @@ type Client struct {
 	lark    *lark.Client
 	clock   Clock
 	limiter *chatLimiter
+	retry   retry.Policy
 	metrics *metrics
 
 	botMu sync.Mutex
@@ -97,7 +100,14 @@ func New(cfg Config, clock Clock, logger *slog.Logger) (*Client, error) {
 		lark.WithLogger(sdkLogger{logger}),
 		lark.WithLogLevel(larkcore.LogLevelWarn),
 	)
-	return &Client{cfg: cfg, lark: cli, clock: clock, limiter: newChatLimiter(cfg.ChatInterval, clock), metrics: m}, nil
+	return &Client{cfg: cfg, lark: cli, clock: clock, limiter: newChatLimiter(cfg.ChatInterval, clock), metrics: m,
+		retry: retry.Policy{
+			Retries: cfg.MaxRetries,
+			MaxWait: cfg.MaxWait,
+			// Without a reset header, wait out a full one-second window.
+			Backoff: func(int) time.Duration { return time.Second },
+			Sleep:   clock.Sleep,
+		}}, nil
 }
 
 // RateLimitCode is Feishu's error code for "request trigger frequency limit".
@@ -388,7 +398,7 @@ func (c *Client) call(ctx context.Context, name, op, chatKey string,
 	do func(context.Context) (*larkcore.ApiResp, larkcore.CodeError, error)) error {
 	outcome := "error"
 	defer func() { c.metrics.calls.WithLabelValues(name, outcome).Inc() }()
-	for attempt := 0; ; attempt++ {
+	return c.retry.Do(ctx, func(int) error {
 		paced, err := c.limiter.wait(ctx, chatKey)
 		c.metrics.pacing(name, paced)
 		if err != nil {
@@ -409,30 +419,19 @@ func (c *Client) call(ctx context.Context, name, op, chatKey string,
 		apiErr := &APIError{Op: op, HTTPStatus: status, Code: ce.Code, Msg: ce.Msg}
 		if raw != nil {
 			apiErr.LogID = raw.RequestId()
-			if s, err := strconv.Atoi(strings.TrimSpace(raw.Header.Get("x-ogw-ratelimit-reset"))); err == nil && s >= 0 {
-				apiErr.RetryAfter = time.Duration(s) * time.Second
-			}
+			// Feishu's reset header counts seconds, as Retry-After does.
+			apiErr.RetryAfter, _ = retry.ParseRetryAfter(raw.Header.Get("x-ogw-ratelimit-reset"), c.clock.Now())
 		}
-		outcome = "api_error"
-		if apiErr.RateLimited() {
-			outcome = "rate_limited"
-			c.metrics.rateLimited.WithLabelValues(name).Inc()
-		}
-		if !apiErr.RateLimited() || attempt >= c.cfg.MaxRetries || c.cfg.MaxRetries < 0 {
+		if !apiErr.RateLimited() {
+			outcome = "api_error"
 			return apiErr
 		}
-		wait := apiErr.RetryAfter
-		if wait <= 0 {
-			wait = time.Second // no reset header: wait a full window
-		}
-		if wait > c.cfg.MaxWait {
-			return apiErr
-		}
+		outcome = "rate_limited"
+		c.metrics.rateLimited.WithLabelValues(name).Inc()
+		return retry.Again(apiErr, apiErr.RetryAfter)
+	}, func(wait time.Duration) {
 		c.limiter.delay(chatKey, c.clock.Now().Add(wait))
 		c.metrics.waited(name, wait)
 		outcome = "error"
-		if err := c.clock.Sleep(ctx, wait); err != nil {
-			return fmt.Errorf("%s: waiting %s for the rate limit: %w", op, wait, err)
-		}
-	}
+	})
 }

@@ -275,3 +275,27 @@ func TestClientBotOpenIDCached(t *testing.T) {
 	require.Len(t, srv.RequestsTo(http.MethodGet, "/open-apis/bot/v3/info"), 2)
 	require.Equal(t, fakefeishu.AppID, c.AppID())
 }
+
+func TestClientRateLimitWaitCancelled(t *testing.T) {
+	srv := fakefeishu.New(t)
+	clock := &cancellingClock{fakeClock: fakeClock{now: testNow}}
+	c, err := feishu.New(feishu.Config{AppID: fakefeishu.AppID, AppSecret: "secret", BaseURL: srv.URL}, clock, nil)
+	require.NoError(t, err)
+	m := srv.AddMessage(fakefeishu.Message{ChatID: "oc_1", Content: `{"text":"hi"}`})
+	srv.RateLimit(http.MethodPost, "/open-apis/im/v1/messages/"+m.ID+"/reactions", 1, 3)
+	_, err = c.React(context.Background(), m.ID, "oc_1", feishu.EmojiOnIt)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "waiting 3s to retry after reacting OnIt to "+m.ID)
+	require.Len(t, srv.RequestsTo(http.MethodPost, "/open-apis/im/v1/messages/"+m.ID+"/reactions"), 1)
+}
+
+// cancellingClock fails every wait longer than zero, as a context that
+// ends during it would.
+type cancellingClock struct{ fakeClock }
+
+func (c *cancellingClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d > 0 {
+		return context.Canceled
+	}
+	return ctx.Err()
+}

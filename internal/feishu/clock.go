@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/superagent-dev/superagent/internal/clock"
+	"github.com/superagent-dev/superagent/internal/retry"
 )
 
 // Clock is the time source of a Client: tests pass a fake so rate-limit
@@ -22,4 +22,4 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-func (systemClock) Sleep(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, d) }
+func (systemClock) Sleep(ctx context.Context, d time.Duration) error { return retry.Sleep(ctx, d) }

@@ -2,6 +2,8 @@ package feishu
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -107,12 +109,7 @@ func flattenPost(messageID, content string, mentions []Mention, resolve *strings
 	if body.Title == "" && body.Content == nil {
 		var locales map[string]postBody
 		if json.Unmarshal([]byte(content), &locales) == nil && len(locales) > 0 {
-			keys := make([]string, 0, len(locales))
-			for k := range locales {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			body = locales[keys[0]]
+			body = locales[slices.Min(slices.Collect(maps.Keys(locales)))]
 			for _, k := range []string{"zh_cn", "en_us"} {
 				if b, ok := locales[k]; ok {
 					body = b

@@ -21,7 +21,7 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/superagent-dev/superagent/internal/clock"
+	"github.com/superagent-dev/superagent/internal/retry"
 )
 
 // DefaultBaseURL is the REST API root of github.com.
@@ -104,7 +104,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.MaxRetryWait = time.Minute
 	}
 	if cfg.Wait == nil {
-		cfg.Wait = clock.Sleep
+		cfg.Wait = retry.Sleep
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -119,13 +119,14 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating GitHub App client: %w", err)
 	}
-	retry := &retryTransport{next: cfg.Transport, max: cfg.MaxRetries, maxWait: cfg.MaxRetryWait, wait: cfg.Wait, now: cfg.Now, metrics: m}
-	apps, err := ghinstallation.NewAppsTransport(retry, cfg.AppID, cfg.PrivateKey)
+	retrying := &retryTransport{next: cfg.Transport, now: cfg.Now, metrics: m,
+		policy: retry.Policy{Retries: cfg.MaxRetries, MaxWait: cfg.MaxRetryWait, Sleep: cfg.Wait}}
+	apps, err := ghinstallation.NewAppsTransport(retrying, cfg.AppID, cfg.PrivateKey)
 	if err != nil {
 		return nil, fmt.Errorf("creating GitHub App client: reading private key: %w", err)
 	}
 	apps.BaseURL = strings.TrimRight(base.String(), "/")
-	c := &Client{cfg: cfg, base: base, apps: apps, retry: retry, metrics: m, perInst: map[int64]*installation{}}
+	c := &Client{cfg: cfg, base: base, apps: apps, retry: retrying, metrics: m, perInst: map[int64]*installation{}}
 	c.app = c.newGitHub(apps)
 	return c, nil
 }

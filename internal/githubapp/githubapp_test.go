@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-github/v66/github"
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/githubapp"
@@ -102,4 +103,32 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	require.Error(t, err)
 	_, err = githubapp.New(githubapp.Config{AppID: 1, PrivateKey: []byte("x"), BaseURL: "ftp://x"})
 	require.Error(t, err)
+}
+
+func TestRetriedWriteSendsItsBodyAgain(t *testing.T) {
+	fake := fakegithub.New(t)
+	fake.ServeConversations()
+	var waits []time.Duration
+	c := newClient(t, fake, &waits)
+	path := "/repos/octo/repo/issues/1/comments"
+	fake.FailNext(http.MethodPost, path, fakegithub.Fault{Status: http.StatusTooManyRequests, Body: `{"message":"slow down"}`})
+	_, _, err := c.Installation(1).Issues.CreateComment(context.Background(), "octo", "repo", 1, &github.IssueComment{Body: github.String("hello")})
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{time.Second}, waits, "no Retry-After: the first backoff")
+	require.Equal(t, 2, fake.Count(http.MethodPost, path))
+	require.Len(t, fake.Comments(), 1)
+	require.Equal(t, "hello", fake.Comments()[0].Body)
+}
+
+func TestCancelledRetryWait(t *testing.T) {
+	fake := fakegithub.New(t)
+	c, err := githubapp.New(githubapp.Config{AppID: fake.AppID, PrivateKey: fake.PrivateKey(), BaseURL: fake.URL,
+		Wait: func(context.Context, time.Duration) error { return context.Canceled }})
+	require.NoError(t, err)
+	path := "/repos/octo/repo/collaborators/alice/permission"
+	fake.FailNext(http.MethodGet, path, fakegithub.Fault{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"7"}}, Body: `{}`})
+	_, err = c.Permission(context.Background(), 1, "octo", "repo", "alice")
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "waiting 7s to retry after GET "+path+" answered 429")
+	require.Equal(t, 1, fake.Count(http.MethodGet, path))
 }

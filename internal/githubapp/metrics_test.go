@@ -162,6 +162,12 @@ func TestWritesPacedByTheHourlyBudget(t *testing.T) {
 	_, _, err := c.Installation(1).Issues.CreateComment(cctx, "octo", "repo", 1, &github.IssueComment{Body: github.String("late")})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Len(t, fake.Comments(), 3)
+
+	// The cancelled write gave its token back (the fake clock moved during
+	// its wait): the next one goes at once.
+	_, _, err = c.Installation(1).Issues.CreateComment(ctx, "octo", "repo", 1, &github.IssueComment{Body: github.String("after")})
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{30 * time.Minute, 30 * time.Minute}, clock.Waits())
 }
 
 func TestClientsShareMetricsOnOneRegistry(t *testing.T) {

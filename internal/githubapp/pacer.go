@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // instKey carries the metrics label of the installation a request is made
@@ -40,10 +42,10 @@ type installationTransport struct {
 func (t *installationTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := context.WithValue(req.Context(), instKey{}, t.label)
 	if t.writes != nil && isWrite(req.Method) {
-		if d := t.writes.reserve(); d > 0 {
+		if d, cancel := t.writes.reserve(); d > 0 {
 			t.metrics.waited(t.label, "pacing", d)
 			if err := t.wait(ctx, d); err != nil {
-				t.writes.cancel()
+				cancel()
 				if req.Body != nil {
 					_ = req.Body.Close()
 				}
@@ -54,66 +56,51 @@ func (t *installationTransport) RoundTrip(req *http.Request) (*http.Response, er
 	return t.next.RoundTrip(req.WithContext(ctx))
 }
 
-// writeLimiter is a token bucket per budget (e.g. 80 a minute and 500 an
-// hour): a full bucket lets a burst through, then requests are spaced by
-// the refill rate. A reservation is taken at once and waited out by the
-// caller, so concurrent writers queue in order.
+// writeLimiter paces one installation's writes with a token bucket per
+// budget (e.g. 80 a minute and 500 an hour): a full bucket lets a burst
+// through, then requests are spaced by the refill rate. A reservation is
+// taken at once and waited out by the caller, so concurrent writers queue
+// in order. Time is the injected clock's, passed to the limiters' *N
+// methods, so tests control it.
 type writeLimiter struct {
-	now     func() time.Time
+	now func() time.Time
+	// mu makes taking a token from every budget one step, so that two
+	// writers cannot queue in a different order on each.
 	mu      sync.Mutex
-	buckets []*bucket
-}
-
-type bucket struct {
-	capacity float64
-	perSec   float64
-	tokens   float64
-	last     time.Time
+	budgets []*rate.Limiter
 }
 
 func newWriteLimiter(now func() time.Time, perMinute, perHour int) *writeLimiter {
 	l := &writeLimiter{now: now}
 	if perMinute > 0 {
-		l.buckets = append(l.buckets, &bucket{capacity: float64(perMinute), perSec: float64(perMinute) / 60, tokens: float64(perMinute)})
+		l.budgets = append(l.budgets, rate.NewLimiter(rate.Limit(float64(perMinute)/60), perMinute))
 	}
 	if perHour > 0 {
-		l.buckets = append(l.buckets, &bucket{capacity: float64(perHour), perSec: float64(perHour) / 3600, tokens: float64(perHour)})
+		l.budgets = append(l.budgets, rate.NewLimiter(rate.Limit(float64(perHour)/3600), perHour))
 	}
-	if len(l.buckets) == 0 {
+	if len(l.budgets) == 0 {
 		return nil
 	}
 	return l
 }
 
-// reserve takes one token from every bucket and returns how long to wait
-// before the request may go.
-func (l *writeLimiter) reserve() time.Duration {
+// reserve takes one token from every budget and returns how long to wait
+// before the request may go, and cancel, which gives the tokens back when
+// the request is not sent after all.
+func (l *writeLimiter) reserve() (wait time.Duration, cancel func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	var wait time.Duration
-	for _, b := range l.buckets {
-		if b.last.IsZero() {
-			b.last = now
-		}
-		if el := now.Sub(b.last); el > 0 {
-			b.tokens = min(b.capacity, b.tokens+el.Seconds()*b.perSec)
-			b.last = now
-		}
-		b.tokens--
-		if b.tokens < 0 {
-			wait = max(wait, time.Duration(-b.tokens/b.perSec*float64(time.Second)))
-		}
+	rs := make([]*rate.Reservation, len(l.budgets))
+	for i, b := range l.budgets {
+		rs[i] = b.ReserveN(now, 1)
+		wait = max(wait, rs[i].DelayFrom(now))
 	}
-	return wait
-}
-
-// cancel returns the tokens of a reservation that was not used.
-func (l *writeLimiter) cancel() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, b := range l.buckets {
-		b.tokens = min(b.capacity, b.tokens+1)
+	return wait, func() {
+		at := l.now()
+		for _, r := range rs {
+			r.CancelAt(at)
+		}
 	}
 }
 

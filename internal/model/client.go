@@ -20,7 +20,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/superagent-dev/superagent/internal/clock"
+	"github.com/superagent-dev/superagent/internal/retry"
 )
 
 // Replay says whether reasoning text is sent back to the provider.
@@ -92,6 +92,7 @@ type Config struct {
 type Client struct {
 	cfg    Config
 	api    openai.Client
+	retry  retry.Policy
 	replay bool
 }
 
@@ -142,7 +143,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = clock.Sleep
+		cfg.Sleep = retry.Sleep
 	}
 	if cfg.Random == nil {
 		cfg.Random = rand.Float64
@@ -166,7 +167,14 @@ func New(cfg Config) (*Client, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
-	return &Client{cfg: cfg, api: openai.NewClient(opts...), replay: replay}, nil
+	return &Client{cfg: cfg, api: openai.NewClient(opts...), replay: replay, retry: retry.Policy{
+		Retries: cfg.MaxRetries,
+		// The backoff never passes RetryMaxDelay, so only a longer
+		// Retry-After ends the loop here.
+		MaxWait: cfg.RetryMaxDelay,
+		Backoff: retry.Exponential(cfg.RetryBaseDelay, cfg.RetryMaxDelay, cfg.Random),
+		Sleep:   cfg.Sleep,
+	}}, nil
 }
 
 // RequiresReplay reports whether the provider at host wants reasoning text
@@ -201,27 +209,25 @@ func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 	for k, v := range c.cfg.ExtraBody {
 		opts = append(opts, option.WithJSONSet(k, v))
 	}
-	for attempt := 0; ; attempt++ {
-		comp, err := c.attempt(ctx, params, opts)
-		if err == nil {
-			return c.response(comp)
+	var comp *openai.ChatCompletion
+	err = c.retry.Do(ctx, func(attempt int) error {
+		var err error
+		if comp, err = c.attempt(ctx, params, opts); err == nil {
+			return nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("requesting %s: %w", c.cfg.Model, ctx.Err())
+			return fmt.Errorf("requesting %s: %w", c.cfg.Model, ctx.Err())
 		}
-		ok, after := retryable(err, c.cfg.Now())
-		if !ok || attempt >= c.cfg.MaxRetries {
-			return nil, fmt.Errorf("requesting %s (attempt %d): %w", c.cfg.Model, attempt+1, err)
+		err = fmt.Errorf("requesting %s (attempt %d): %w", c.cfg.Model, attempt+1, err)
+		if ok, after := retryable(err, c.cfg.Now()); ok {
+			return retry.Again(err, after)
 		}
-		if after > c.cfg.RetryMaxDelay {
-			return nil, fmt.Errorf("requesting %s: provider asks to wait %s, more than the %s allowed: %w",
-				c.cfg.Model, after, c.cfg.RetryMaxDelay, err)
-		}
-		wait := max(after, backoff(attempt+1, c.cfg.RetryBaseDelay, c.cfg.RetryMaxDelay, c.cfg.Random))
-		if err := c.cfg.Sleep(ctx, wait); err != nil {
-			return nil, fmt.Errorf("requesting %s: waiting to retry: %w", c.cfg.Model, err)
-		}
+		return err
+	}, nil)
+	if err != nil {
+		return nil, err
 	}
+	return c.response(comp)
 }
 
 func (c *Client) attempt(ctx context.Context, params openai.ChatCompletionNewParams, opts []option.RequestOption) (*openai.ChatCompletion, error) {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 )
@@ -115,11 +116,11 @@ func ParseUsage(raw []byte) (Usage, error) {
 		return Usage{}, fmt.Errorf("decoding usage: %w", err)
 	}
 	u := Usage{
-		CacheRead: firstNonZero(r.PromptTokensDetails.CachedTokens, r.PromptCacheHitTokens,
+		CacheRead: cmp.Or(r.PromptTokensDetails.CachedTokens, r.PromptCacheHitTokens,
 			r.CachedTokens, r.CacheReadInputTokens, r.CacheReadTokens),
-		CacheWrite: firstNonZero(r.PromptTokensDetails.CacheCreationInputTokens, r.CacheCreationInputTokens,
+		CacheWrite: cmp.Or(r.PromptTokensDetails.CacheCreationInputTokens, r.CacheCreationInputTokens,
 			r.PromptTokensDetails.CacheWriteTokens, r.CacheWriteTokens),
-		Reasoning: firstNonZero(r.CompletionTokensDetails.ReasoningTokens,
+		Reasoning: cmp.Or(r.CompletionTokensDetails.ReasoningTokens,
 			r.OutputTokensDetails.ReasoningTokens, r.ReasoningTokens),
 	}
 	switch {
@@ -147,13 +148,4 @@ func ParseUsage(raw []byte) (Usage, error) {
 		u.Input = *r.InputTokens
 	}
 	return u, nil
-}
-
-func firstNonZero(vs ...int64) int64 {
-	for _, v := range vs {
-		if v != 0 {
-			return v
-		}
-	}
-	return 0
 }

@@ -10,9 +10,9 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/superagent-dev/superagent/internal/clock"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/internal/retry"
 )
 
 // Args are a probe job's arguments.
@@ -51,7 +51,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if err := w.record(ctx, job.ID, "started"); err != nil {
 		return err
 	}
-	if err := clock.Sleep(ctx, job.Args.Sleep); err != nil {
+	if err := retry.Sleep(ctx, job.Args.Sleep); err != nil {
 		return err
 	}
 	return w.record(ctx, job.ID, "completed")

@@ -5,6 +5,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -120,7 +121,7 @@ func (q *Queue) Init() error {
 		ID:                   q.cfg.ID,
 		Logger:               q.cfg.Logger,
 		JobTimeout:           -1, // every worker sets its own Timeout
-		RescueStuckJobsAfter: cmpOr(q.cfg.RescueAfter, time.Hour),
+		RescueStuckJobsAfter: cmp.Or(q.cfg.RescueAfter, time.Hour),
 		FetchPollInterval:    q.cfg.FetchPollInterval,
 		FetchCooldown:        q.cfg.FetchCooldown,
 		Workers:              q.workers,
@@ -131,10 +132,10 @@ func (q *Queue) Init() error {
 	} else {
 		rc.PeriodicJobs = q.periodic
 		rc.Queues = map[string]river.QueueConfig{
-			Ingestion:   {MaxWorkers: cmpOr(q.cfg.Ingestion, 8)},
-			Routing:     {MaxWorkers: cmpOr(q.cfg.Routing, 1)},
-			Execution:   {MaxWorkers: cmpOr(q.cfg.Execution, 2)},
-			Maintenance: {MaxWorkers: cmpOr(q.cfg.Maintenance, 2)},
+			Ingestion:   {MaxWorkers: cmp.Or(q.cfg.Ingestion, 8)},
+			Routing:     {MaxWorkers: cmp.Or(q.cfg.Routing, 1)},
+			Execution:   {MaxWorkers: cmp.Or(q.cfg.Execution, 2)},
+			Maintenance: {MaxWorkers: cmp.Or(q.cfg.Maintenance, 2)},
 		}
 	}
 	var err error
@@ -153,14 +154,6 @@ func (q *Queue) Init() error {
 		}
 	}
 	return nil
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // InsertTx enqueues a job inside tx: it becomes visible only if tx commits.

@@ -5,9 +5,11 @@
 package secret
 
 import (
+	"cmp"
 	"encoding/base64"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,15 +91,8 @@ func build(secrets map[string]struct{}) *strings.Replacer {
 			}
 		}
 	}
-	list := make([]string, 0, len(forms))
-	for f := range forms {
-		list = append(list, f)
-	}
-	sort.Slice(list, func(i, j int) bool {
-		if len(list[i]) != len(list[j]) {
-			return len(list[i]) > len(list[j])
-		}
-		return list[i] < list[j]
+	list := slices.SortedFunc(maps.Keys(forms), func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))
 	})
 	pairs := make([]string, 0, 2*len(list))
 	for _, f := range list {

@@ -10,7 +10,8 @@
 // repositories served over git smart HTTP, pull requests, issues, reviews,
 // check runs, users and a small GraphQL endpoint (see repos.go). Later
 // features add routes with Handle, reusing Authorize, WriteJSON and the
-// recorded requests.
+// recorded requests. SignWebhook signs webhook deliveries sent to the
+// service under test.
 package github
 
 import (
@@ -31,6 +32,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v4"
+
+	"github.com/superagent-dev/superagent/internal/retry"
 )
 
 // Request is one recorded request.
@@ -208,15 +211,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 // hold waits d or until the caller gives up.
 func hold(r *http.Request, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-r.Context().Done():
-	}
+	_ = retry.Sleep(r.Context(), d)
 }
 
 // WriteJSON answers with v as GitHub does.
