@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"html"
 	"net/http"
 	"net/url"
@@ -63,13 +62,15 @@ func newTicketWorld(t *testing.T, d *db.DB) ticketWorld {
 		return "You are an Executor.", head, err
 	})
 	rt := session.New(session.Config{}, d, client, prompts, nil, nil)
-	tools, err := session.NewRegistry(session.Tool{
+	type readArgs struct {
+		Path string `json:"path"`
+	}
+	tools, err := session.NewRegistry(session.Spec[readArgs]{
 		Name: "read_file", Description: "Read a file.", Idempotent: true,
-		Parameters: json.RawMessage(`{"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}`),
-		Handler: func(context.Context, session.Call) (string, error) {
+		Handler: func(context.Context, session.Call, readArgs) (string, error) {
 			return "func TestLogin(t *testing.T) {\n\ttime.Sleep(2 * time.Second)\n}", nil
 		},
-	})
+	}.Tool())
 	require.NoError(t, err)
 	s, err := rt.Create(ctx, d, session.RoleExecutor, tk.ID)
 	require.NoError(t, err)

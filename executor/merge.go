@@ -106,7 +106,7 @@ func (e *Executor) mergeFacts(ctx context.Context, gh *github.Client, repo strin
 	return f, nil
 }
 
-func (e *Executor) prMerge(ctx context.Context, call session.Call) (string, error) {
+func (e *Executor) prMerge(ctx context.Context, call session.Call, _ noArgs) (string, error) {
 	t, gh, pr, err := e.ownPull(ctx, call.TicketID)
 	if err != nil {
 		return "", err

@@ -76,7 +76,12 @@ func (e *Executor) ownPull(ctx context.Context, ticketID int64) (tickets.Ticket,
 	return t, gh, pr, err
 }
 
-func (e *Executor) checkPROpen(ctx context.Context, call session.Call) error {
+type prOpenArgs struct {
+	Title string `json:"title"`
+	Body  string `json:"body" jsonschema_description:"what changed, why, how it was verified, what is unfinished"`
+}
+
+func (e *Executor) checkPROpen(ctx context.Context, call session.Call, _ prOpenArgs) error {
 	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID)
 	if err != nil {
 		return err
@@ -87,14 +92,7 @@ func (e *Executor) checkPROpen(ctx context.Context, call session.Call) error {
 	return e.confirmed(ctx, call.TicketID)
 }
 
-func (e *Executor) prOpen(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Title string `json:"title"`
-		Body  string `json:"body"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
+func (e *Executor) prOpen(ctx context.Context, call session.Call, a prOpenArgs) (string, error) {
 	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID)
 	if err != nil {
 		return "", err
@@ -196,15 +194,13 @@ func (e *Executor) readiness(ctx context.Context, t tickets.Ticket, pr *github.P
 	return problems, nil
 }
 
-func (e *Executor) prUpdate(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Title *string `json:"title"`
-		Body  *string `json:"body"`
-		Ready bool    `json:"ready"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
+type prUpdateArgs struct {
+	Title *string `json:"title,omitempty"`
+	Body  *string `json:"body,omitempty"`
+	Ready bool    `json:"ready,omitempty"`
+}
+
+func (e *Executor) prUpdate(ctx context.Context, call session.Call, a prUpdateArgs) (string, error) {
 	t, gh, pr, err := e.ownPull(ctx, call.TicketID)
 	if err != nil {
 		return "", err
@@ -249,14 +245,12 @@ func (e *Executor) prUpdate(ctx context.Context, call session.Call) (string, err
 
 var pointerRef = regexp.MustCompile(`^(https?://\S+|[\w.-]+/[\w.-]+#[0-9]+|#[0-9]+|[\w./-]+)$`)
 
-func (e *Executor) prClose(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Reason  string `json:"reason"`
-		Pointer string `json:"pointer"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
+type prCloseArgs struct {
+	Reason  string `json:"reason"`
+	Pointer string `json:"pointer" jsonschema_description:"their pull request or branch: owner/repo#12, a URL, or a branch name"`
+}
+
+func (e *Executor) prClose(ctx context.Context, call session.Call, a prCloseArgs) (string, error) {
 	if n := sentences(a.Reason); n != 1 {
 		return "", session.Refuse("the reason is %d sentences; give one", n)
 	}
@@ -305,15 +299,13 @@ func (e *Executor) commentOn(ctx context.Context, ticketID, cardID int64, repo, 
 	})
 }
 
-func (e *Executor) reviewReply(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Comment int64  `json:"comment"`
-		Text    string `json:"text"`
-		Purpose string `json:"purpose"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
+type reviewReplyArgs struct {
+	Comment int64  `json:"comment" jsonschema_description:"the review comment id"`
+	Text    string `json:"text"`
+	Purpose string `json:"purpose,omitempty" jsonschema:"enum=answer,enum=decline"`
+}
+
+func (e *Executor) reviewReply(ctx context.Context, call session.Call, a reviewReplyArgs) (string, error) {
 	if a.Purpose == "decline" && sentences(a.Text) != 1 {
 		return "", session.Refuse("a decline is one sentence of reason")
 	}
@@ -435,13 +427,11 @@ func (e *Executor) reviewThreads(ctx context.Context, repo string, number int) (
 	return data.Repository.PullRequest.ReviewThreads.Nodes, nil
 }
 
-func (e *Executor) reviewResolve(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Thread string `json:"thread"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
+type reviewResolveArgs struct {
+	Thread string `json:"thread"`
+}
+
+func (e *Executor) reviewResolve(ctx context.Context, call session.Call, a reviewResolveArgs) (string, error) {
 	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID)
 	if err != nil {
 		return "", err
@@ -470,16 +460,14 @@ func (e *Executor) reviewResolve(ctx context.Context, call session.Call) (string
 	return "", session.Refuse("%s is not a review thread of the Ticket's pull request %s#%d", a.Thread, t.Repo, t.PullNumber)
 }
 
-func (e *Executor) githubRead(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		What   string `json:"what"`
-		Number int    `json:"number"`
-		Repo   string `json:"repo"`
-		ID     int64  `json:"id"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
+type githubReadArgs struct {
+	What   string `json:"what" jsonschema:"enum=issue,enum=pull_request,enum=thread,enum=review_threads,enum=checks,enum=card"`
+	Number int    `json:"number,omitempty"`
+	Repo   string `json:"repo,omitempty" jsonschema_description:"owner/name; default the Ticket's"`
+	ID     int64  `json:"id,omitempty"`
+}
+
+func (e *Executor) githubRead(ctx context.Context, call session.Call, a githubReadArgs) (string, error) {
 	if a.What == "card" {
 		if ok, err := e.deps.Tickets.Received(ctx, e.deps.DB, call.TicketID, a.ID); err != nil {
 			return "", err

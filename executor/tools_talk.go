@@ -17,10 +17,10 @@ import (
 )
 
 type replyArgs struct {
-	Thread    string `json:"thread"`
-	Purpose   string `json:"purpose"`
+	Thread    string `json:"thread,omitempty" jsonschema_description:"thread key; optional when in_reply_to is given"`
+	Purpose   string `json:"purpose" jsonschema:"enum=confirm,enum=result,enum=answer,enum=decline,enum=yield"`
 	Text      string `json:"text"`
-	InReplyTo int64  `json:"in_reply_to"`
+	InReplyTo int64  `json:"in_reply_to,omitempty" jsonschema_description:"the card id of the message answered"`
 }
 
 // messageOf reads a card the Ticket's Executor was given.
@@ -77,11 +77,7 @@ func (e *Executor) replyPlace(ctx context.Context, ticketID int64, a replyArgs) 
 	return th, card, err
 }
 
-func (e *Executor) checkReply(ctx context.Context, call session.Call) error {
-	a, err := bind[replyArgs](call)
-	if err != nil {
-		return err
-	}
+func (e *Executor) checkReply(ctx context.Context, call session.Call, a replyArgs) error {
 	text := strings.TrimSpace(a.Text)
 	if text == "" {
 		return session.Refuse("the reply is empty")
@@ -112,11 +108,7 @@ func (e *Executor) checkReply(ctx context.Context, call session.Call) error {
 
 var reviewThreadKey = regexp.MustCompile(`^github:([^#]+)#([0-9]+)(?:/review-thread/([0-9]+))?$`)
 
-func (e *Executor) reply(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[replyArgs](call)
-	if err != nil {
-		return "", err
-	}
+func (e *Executor) reply(ctx context.Context, call session.Call, a replyArgs) (string, error) {
 	th, card, err := e.replyPlace(ctx, call.TicketID, a)
 	if err != nil {
 		return "", err
@@ -219,15 +211,13 @@ func (e *Executor) replyFeishu(ctx context.Context, ticketID int64, card *ticket
 	}, nil)
 }
 
-func (e *Executor) react(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Thread   string `json:"thread"`
-		Message  int64  `json:"message"`
-		Reaction string `json:"reaction"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
+type reactArgs struct {
+	Thread   string `json:"thread,omitempty"`
+	Message  int64  `json:"message"`
+	Reaction string `json:"reaction"`
+}
+
+func (e *Executor) react(ctx context.Context, call session.Call, a reactArgs) (string, error) {
 	c, err := e.messageOf(ctx, call.TicketID, a.Message)
 	if err != nil {
 		return "", err
@@ -273,11 +263,14 @@ func (e *Executor) react(ctx context.Context, call session.Call) (string, error)
 // questions counts the question marks of a text.
 func questions(s string) int { return strings.Count(s, "?") + strings.Count(s, "？") }
 
-func (e *Executor) checkReport(_ context.Context, call session.Call) error {
-	a, err := bind[reportArgs](call)
-	if err != nil {
-		return err
-	}
+type reportArgs struct {
+	State       string `json:"state" jsonschema:"enum=progress,enum=done,enum=blocked,enum=waiting"`
+	Summary     string `json:"summary"`
+	HumanAction string `json:"human_action,omitempty"`
+	Message     int64  `json:"message,omitempty" jsonschema_description:"card id under which to ask human_action"`
+}
+
+func (e *Executor) checkReport(_ context.Context, _ session.Call, a reportArgs) error {
 	if strings.TrimSpace(a.Summary) == "" {
 		return session.Refuse("a report needs a summary")
 	}
@@ -290,13 +283,6 @@ func (e *Executor) checkReport(_ context.Context, call session.Call) error {
 	return nil
 }
 
-type reportArgs struct {
-	State       string `json:"state"`
-	Summary     string `json:"summary"`
-	HumanAction string `json:"human_action"`
-	Message     int64  `json:"message"`
-}
-
 // ticketStates is the Ticket state each report state moves it to.
 var ticketStates = map[string]string{
 	tickets.ReportProgress: tickets.TicketWorking,
@@ -305,11 +291,7 @@ var ticketStates = map[string]string{
 	tickets.ReportWaiting:  tickets.TicketWaiting,
 }
 
-func (e *Executor) report(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[reportArgs](call)
-	if err != nil {
-		return "", err
-	}
+func (e *Executor) report(ctx context.Context, call session.Call, a reportArgs) (string, error) {
 	summary := strings.TrimSpace(a.Summary)
 	if a.State == tickets.ReportDone {
 		totals, err := e.sessions.Store().TicketTotals(ctx, e.deps.DB, call.TicketID)
@@ -329,7 +311,7 @@ func (e *Executor) report(ctx context.Context, call session.Call) (string, error
 	if a.Message != 0 {
 		r.Message = strconv.FormatInt(a.Message, 10)
 	}
-	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+	err := e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
 		if _, err := e.deps.Wake.Report(ctx, tx, r); err != nil {
 			return err
 		}
@@ -350,14 +332,10 @@ func (e *Executor) report(ctx context.Context, call session.Call) (string, error
 
 type humanActionArgs struct {
 	Question string `json:"question"`
-	Message  int64  `json:"message"`
+	Message  int64  `json:"message,omitempty"`
 }
 
-func (e *Executor) checkHumanAction(_ context.Context, call session.Call) error {
-	a, err := bind[humanActionArgs](call)
-	if err != nil {
-		return err
-	}
+func (e *Executor) checkHumanAction(_ context.Context, _ session.Call, a humanActionArgs) error {
 	q := strings.TrimSpace(a.Question)
 	switch {
 	case q == "":
@@ -370,11 +348,7 @@ func (e *Executor) checkHumanAction(_ context.Context, call session.Call) error 
 	return nil
 }
 
-func (e *Executor) humanAction(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[humanActionArgs](call)
-	if err != nil {
-		return "", err
-	}
+func (e *Executor) humanAction(ctx context.Context, call session.Call, a humanActionArgs) (string, error) {
 	r := tickets.Report{TicketID: call.TicketID, SessionID: call.SessionID, State: tickets.ReportWaiting,
 		Summary: "A question only a person can answer.", HumanAction: strings.TrimSpace(a.Question)}
 	if a.Message != 0 {
@@ -383,7 +357,7 @@ func (e *Executor) humanAction(ctx context.Context, call session.Call) (string, 
 		}
 		r.Message = strconv.FormatInt(a.Message, 10)
 	}
-	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+	err := e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
 		_, err := e.deps.Wake.Report(ctx, tx, r)
 		return err
 	})
@@ -393,14 +367,12 @@ func (e *Executor) humanAction(ctx context.Context, call session.Call) (string, 
 	return "the question goes to the person through the main Session; continue what the Ticket already authorizes", nil
 }
 
-func (e *Executor) handBack(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[struct {
-		Message int64  `json:"message"`
-		Reason  string `json:"reason"`
-	}](call)
-	if err != nil {
-		return "", err
-	}
+type handBackArgs struct {
+	Message int64  `json:"message"`
+	Reason  string `json:"reason"`
+}
+
+func (e *Executor) handBack(ctx context.Context, call session.Call, a handBackArgs) (string, error) {
 	if strings.TrimSpace(a.Reason) == "" {
 		return "", session.Refuse("give the reason")
 	}
@@ -450,13 +422,9 @@ type threadArgs struct {
 	Reason string `json:"reason"`
 }
 
-func (e *Executor) subscribe(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[threadArgs](call)
-	if err != nil {
-		return "", err
-	}
+func (e *Executor) subscribe(ctx context.Context, call session.Call, a threadArgs) (string, error) {
 	key, repo, number := threadKey(a.Thread)
-	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+	err := e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
 		th, err := e.deps.Tickets.ThreadByKey(ctx, tx, key)
 		if errors.Is(err, tickets.ErrNotFound) && repo != "" {
 			th, err = e.deps.Tickets.UpsertThread(ctx, tx, tickets.Thread{Source: tickets.SourceGitHub, Key: key, Repo: repo, Number: number})
@@ -475,11 +443,7 @@ func (e *Executor) subscribe(ctx context.Context, call session.Call) (string, er
 	return "following " + key + " for context; new cards there reach you, and you may not write there", nil
 }
 
-func (e *Executor) unrelated(ctx context.Context, call session.Call) (string, error) {
-	a, err := bind[threadArgs](call)
-	if err != nil {
-		return "", err
-	}
+func (e *Executor) unrelated(ctx context.Context, call session.Call, a threadArgs) (string, error) {
 	key, _, _ := threadKey(a.Thread)
 	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID)
 	if err != nil {

@@ -32,14 +32,10 @@ func (e *Executor) workspace(ctx context.Context, ticketID int64) (*workspace.Wo
 	return ws, t, err
 }
 
-// inWorkspace adapts a workspace tool: the call's arguments decoded into A,
-// and the Ticket's workspace opened (prepared again if it is gone).
-func inWorkspace[A any](e *Executor, fn func(context.Context, *workspace.Workspace, tickets.Ticket, A) (string, error)) func(context.Context, session.Call) (string, error) {
-	return func(ctx context.Context, call session.Call) (string, error) {
-		a, err := bind[A](call)
-		if err != nil {
-			return "", err
-		}
+// inWorkspace adapts a workspace tool: the Ticket's workspace is opened
+// (prepared again if it is gone) before fn runs.
+func inWorkspace[A any](e *Executor, fn func(context.Context, *workspace.Workspace, tickets.Ticket, A) (string, error)) func(context.Context, session.Call, A) (string, error) {
+	return func(ctx context.Context, call session.Call, a A) (string, error) {
 		ws, t, err := e.workspace(ctx, call.TicketID)
 		if err != nil {
 			return "", err
@@ -50,8 +46,8 @@ func inWorkspace[A any](e *Executor, fn func(context.Context, *workspace.Workspa
 
 type runArgs struct {
 	Command string `json:"command"`
-	Timeout int    `json:"timeout_seconds"`
-	Workdir string `json:"workdir"`
+	Timeout int    `json:"timeout_seconds,omitempty" jsonschema:"minimum=1,maximum=1800" jsonschema_description:"default 120"`
+	Workdir string `json:"workdir,omitempty" jsonschema_description:"relative to the workspace root"`
 }
 
 func (e *Executor) runCommand(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a runArgs) (string, error) {
@@ -70,22 +66,23 @@ func (e *Executor) runCommand(ctx context.Context, ws *workspace.Workspace, t ti
 	return b.String(), nil
 }
 
-type fileArgs struct {
-	Path       string `json:"path"`
-	Offset     int    `json:"offset"`
-	Limit      int    `json:"limit"`
-	Content    string `json:"content"`
-	OldText    string `json:"old_text"`
-	NewText    string `json:"new_text"`
-	ReplaceAll bool   `json:"replace_all"`
+type readArgs struct {
+	Path   string `json:"path"`
+	Offset int    `json:"offset,omitempty" jsonschema:"minimum=0" jsonschema_description:"first line, 1-based"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"minimum=0"`
 }
 
-func (e *Executor) readFile(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a fileArgs) (string, error) {
+func (e *Executor) readFile(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a readArgs) (string, error) {
 	e.workedIn(ctx, t.ID, path.Dir(a.Path))
 	return ws.ReadFile(a.Path, a.Offset, a.Limit)
 }
 
-func (e *Executor) writeFile(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a fileArgs) (string, error) {
+type writeArgs struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+func (e *Executor) writeFile(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a writeArgs) (string, error) {
 	e.workedIn(ctx, t.ID, path.Dir(a.Path))
 	if err := ws.WriteFile(a.Path, a.Content); err != nil {
 		return "", err
@@ -93,7 +90,14 @@ func (e *Executor) writeFile(ctx context.Context, ws *workspace.Workspace, t tic
 	return fmt.Sprintf("wrote %s (%d bytes)", a.Path, len(a.Content)), nil
 }
 
-func (e *Executor) editFile(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a fileArgs) (string, error) {
+type editArgs struct {
+	Path       string `json:"path"`
+	OldText    string `json:"old_text"`
+	NewText    string `json:"new_text"`
+	ReplaceAll bool   `json:"replace_all,omitempty"`
+}
+
+func (e *Executor) editFile(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a editArgs) (string, error) {
 	e.workedIn(ctx, t.ID, path.Dir(a.Path))
 	n, err := ws.EditFile(a.Path, a.OldText, a.NewText, a.ReplaceAll)
 	if err != nil {
@@ -104,24 +108,22 @@ func (e *Executor) editFile(ctx context.Context, ws *workspace.Workspace, t tick
 
 type searchArgs struct {
 	Pattern string `json:"pattern"`
-	Path    string `json:"path"`
+	Path    string `json:"path,omitempty" jsonschema_description:"directory or file; default the root"`
 }
 
 func (e *Executor) searchCode(ctx context.Context, ws *workspace.Workspace, _ tickets.Ticket, a searchArgs) (string, error) {
 	return ws.Search(ctx, a.Pattern, a.Path, 200)
 }
 
-type gitArgs struct {
-	Staged  bool     `json:"staged"`
-	Message string   `json:"message"`
-	Paths   []string `json:"paths"`
-}
-
-func (e *Executor) gitStatus(ctx context.Context, ws *workspace.Workspace, _ tickets.Ticket, _ gitArgs) (string, error) {
+func (e *Executor) gitStatus(ctx context.Context, ws *workspace.Workspace, _ tickets.Ticket, _ noArgs) (string, error) {
 	return ws.Status(ctx)
 }
 
-func (e *Executor) gitDiff(ctx context.Context, ws *workspace.Workspace, _ tickets.Ticket, a gitArgs) (string, error) {
+type diffArgs struct {
+	Staged bool `json:"staged,omitempty"`
+}
+
+func (e *Executor) gitDiff(ctx context.Context, ws *workspace.Workspace, _ tickets.Ticket, a diffArgs) (string, error) {
 	out, err := ws.Diff(ctx, a.Staged)
 	if err == nil && out == "" {
 		return "(no changes)", nil
@@ -129,7 +131,12 @@ func (e *Executor) gitDiff(ctx context.Context, ws *workspace.Workspace, _ ticke
 	return out, err
 }
 
-func (e *Executor) gitCommit(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a gitArgs) (string, error) {
+type commitArgs struct {
+	Message string   `json:"message"`
+	Paths   []string `json:"paths,omitempty"`
+}
+
+func (e *Executor) gitCommit(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a commitArgs) (string, error) {
 	if strings.TrimSpace(a.Message) == "" {
 		return "", session.Refuse("a commit needs a message")
 	}
@@ -172,7 +179,7 @@ func (e *Executor) confirmed(ctx context.Context, ticketID int64) error {
 	return nil
 }
 
-func (e *Executor) checkPush(ctx context.Context, call session.Call) error {
+func (e *Executor) checkPush(ctx context.Context, call session.Call, _ noArgs) error {
 	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID)
 	if err != nil {
 		return err
@@ -188,7 +195,7 @@ func (e *Executor) checkPush(ctx context.Context, call session.Call) error {
 	return e.confirmed(ctx, call.TicketID)
 }
 
-func (e *Executor) gitPush(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, _ struct{}) (string, error) {
+func (e *Executor) gitPush(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, _ noArgs) (string, error) {
 	head, err := ws.Head(ctx)
 	if err != nil {
 		return "", err

@@ -14,16 +14,21 @@ import (
 	"github.com/superagent-dev/superagent/tickets"
 )
 
-// Decision is one routing decision of orchestrator_route.
+// Decision is one routing decision of orchestrator_route; its tags are
+// the schema the model reads.
 type Decision struct {
-	Candidate int64    `json:"candidate"`
-	Action    string   `json:"action"`
-	Ticket    int64    `json:"ticket,omitempty"`
-	Reference string   `json:"reference,omitempty"`
-	Title     string   `json:"title,omitempty"`
-	Repo      string   `json:"repo,omitempty"`
-	Rules     []string `json:"rules,omitempty"`
-	Note      string   `json:"note,omitempty"`
+	Candidate int64    `json:"candidate" jsonschema_description:"the candidate card's id"`
+	Action    string   `json:"action" jsonschema:"enum=new,enum=attach,enum=ignore"`
+	Ticket    int64    `json:"ticket,omitempty" jsonschema_description:"attach: the Ticket"`
+	Reference string   `json:"reference,omitempty" jsonschema_description:"attach: the card's explicit reference that belongs to the Ticket (owner/repo#12, owner/repo@branch, feishu:message/<id>)"`
+	Title     string   `json:"title,omitempty" jsonschema_description:"new: a short title"`
+	Repo      string   `json:"repo,omitempty" jsonschema_description:"new: owner/name of the repository to work in"`
+	Rules     []string `json:"rules,omitempty" jsonschema_description:"new, inferred: the enabled policy rule ids that admit it"`
+	Note      string   `json:"note,omitempty" jsonschema_description:"routing facts for the Executor, at most 30 words"`
+}
+
+type routeArgs struct {
+	Decisions []Decision `json:"decisions" jsonschema:"minItems=1"`
 }
 
 // refusal is a decision the host refuses; the model reads its reason.
@@ -35,13 +40,7 @@ func refuse(format string, args ...any) error { return &refusal{reason: fmt.Spri
 
 // route applies decisions one by one, each in its own transaction, and
 // returns one line per decision. The acknowledgements are sent after.
-func (o *Orchestrator) route(ctx context.Context, call session.Call) (string, error) {
-	var args struct {
-		Decisions []Decision `json:"decisions"`
-	}
-	if err := call.Bind(&args); err != nil {
-		return "", err
-	}
+func (o *Orchestrator) route(ctx context.Context, _ session.Call, args routeArgs) (string, error) {
 	pol, err := o.policy(ctx)
 	if err != nil {
 		return "", err

@@ -52,10 +52,10 @@ func benchmarkStep(b *testing.B, d *db.DB, relaxed bool) {
 	cfg := session.Config{MaxSteps: int64(b.N) + 10, RelaxedIntent: relaxed}
 	rt := session.New(cfg, d, m, newPrompts("system prompt"), scrub, nil)
 	output := "package session\n\n" + fmt.Sprintf("%2000s", "source text")
-	tools, err := session.NewRegistry(session.Tool{
-		Name: "read_file", Parameters: []byte(pathSchema), Idempotent: true,
-		Handler: func(context.Context, session.Call) (string, error) { return output, nil },
-	})
+	tools, err := session.NewRegistry(session.Spec[pathArgs]{
+		Name: "read_file", Idempotent: true,
+		Handler: func(context.Context, session.Call, pathArgs) (string, error) { return output, nil },
+	}.Tool())
 	require.NoError(b, err)
 	s, err := rt.Create(ctx, d, session.RoleExecutor, 1)
 	require.NoError(b, err)

@@ -5,12 +5,17 @@ import (
 	"testing"
 )
 
+type fuzzArgs struct {
+	A []int           `json:"a,omitempty" jsonschema:"maximum=5"`
+	S string          `json:"s" jsonschema:"maxLength=3"`
+	E string          `json:"e,omitempty" jsonschema:"enum=x,enum=y"`
+	O map[string]bool `json:"o,omitempty"`
+}
+
 // FuzzAdmit feeds model-written arguments to the validator: it must never
 // panic, and anything it admits is valid JSON.
 func FuzzAdmit(f *testing.F) {
-	r, err := NewRegistry(Tool{Name: "t", Handler: noop, Parameters: json.RawMessage(`{"type":"object",
-		"properties":{"a":{"type":"array","items":{"type":"integer","maximum":5}},"s":{"type":"string","maxLength":3},
-		"e":{"enum":["x",1,null]},"o":{"type":"object","additionalProperties":{"type":"boolean"}}},"required":["s"]}`)})
+	r, err := NewRegistry(Spec[fuzzArgs]{Name: "t", Handler: noop[fuzzArgs]}.Tool())
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package session_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -180,13 +179,11 @@ func dump(t *testing.T, d *db.DB) string {
 	return b.String()
 }
 
-// tool builds a tool whose handler is fn.
-func tool(name string, idempotent bool, params string, fn func(ctx context.Context, c session.Call) (string, error)) session.Tool {
-	var p json.RawMessage
-	if params != "" {
-		p = json.RawMessage(params)
-	}
-	return session.Tool{Name: name, Description: "test tool " + name, Parameters: p, Idempotent: idempotent, Handler: fn}
+// tool builds a tool whose handler is fn and whose arguments are any
+// object.
+func tool(name string, idempotent bool, fn func(ctx context.Context, c session.Call) (string, error)) session.Tool {
+	return session.Spec[map[string]any]{Name: name, Description: "test tool " + name, Idempotent: idempotent,
+		Handler: func(ctx context.Context, c session.Call, _ map[string]any) (string, error) { return fn(ctx, c) }}.Tool()
 }
 
 func registry(t *testing.T, tools ...session.Tool) *session.Registry {

@@ -29,7 +29,7 @@ func TestRolloverThroughHandoff(t *testing.T) {
 			fakeopenai.Reply{Content: "HANDOFF: goal X; grep found 3 hits; next: fix them.", Usage: fakeopenai.UsageOpenAI(5_100, 4_900, 40)},
 			fakeopenai.Reply{Content: "fixed all 3", Usage: fakeopenai.UsageOpenAI(300, 0, 10)},
 		)
-		tools := registry(t, tool("grep", true, "", func(context.Context, session.Call) (string, error) {
+		tools := registry(t, tool("grep", true, func(context.Context, session.Call) (string, error) {
 			return strings.Repeat("match\n", 200), nil
 		}))
 		s := e.create(t, session.RoleExecutor, 5, "fix the hits")
@@ -95,8 +95,8 @@ func TestBudgetStop(t *testing.T) {
 		)
 		var reports []string
 		tools := registry(t,
-			tool("run_command", false, "", func(context.Context, session.Call) (string, error) { return "ok", nil }),
-			tool("report", false, "", func(_ context.Context, c session.Call) (string, error) {
+			tool("run_command", false, func(context.Context, session.Call) (string, error) { return "ok", nil }),
+			tool("report", false, func(_ context.Context, c session.Call) (string, error) {
 				reports = append(reports, string(c.Arguments))
 				return "reported", nil
 			}),
@@ -136,7 +136,7 @@ func TestMaxSteps(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, func(e *env) { e.cfg.MaxSteps = 2 })
 		e.srv.Fallback(fakeopenai.Calls(fakeopenai.Call("", "noop", `{}`)))
-		tools := registry(t, tool("noop", true, "", func(context.Context, session.Call) (string, error) { return "ok", nil }))
+		tools := registry(t, tool("noop", true, func(context.Context, session.Call) (string, error) { return "ok", nil }))
 		s := e.create(t, session.RoleMain, 0, "loop forever")
 		out, err := e.rt.Run(t.Context(), s.ID, tools, session.RunOptions{})
 		require.NoError(t, err)
@@ -154,7 +154,7 @@ func TestSecretsNeverReachStoreOrModel(t *testing.T) {
 			fakeopenai.Text("pushed"),
 		)
 		n := 0
-		tools := registry(t, tool("run_command", false, "", func(context.Context, session.Call) (string, error) {
+		tools := registry(t, tool("run_command", false, func(context.Context, session.Call) (string, error) {
 			n++
 			if n == 1 {
 				return "origin https://x-access-token:" + ghToken + "@github.com/acme/app.git (fetch)\n" +
@@ -194,7 +194,7 @@ func TestReasoningReplayDeepSeekLike(t *testing.T) {
 				Usage:     fakeopenai.UsageDeepSeek(0, 120, 40, 25)},
 			fakeopenai.Text("tests pass"),
 		)
-		tools := registry(t, tool("run_tests", true, "", func(context.Context, session.Call) (string, error) { return "PASS", nil }))
+		tools := registry(t, tool("run_tests", true, func(context.Context, session.Call) (string, error) { return "PASS", nil }))
 		s := e.create(t, session.RoleExecutor, 8, "run the tests")
 		// Stop after the first step, then resume in a new process: the
 		// reasoning comes back from the store.
@@ -222,7 +222,7 @@ func TestWallTime(t *testing.T) {
 		e := setup(t, d, func(e *env) { e.cfg.MaxWallTime = time.Hour },
 			fakeopenai.Calls(fakeopenai.Call("c1", "build", `{}`)),
 			fakeopenai.Text("build takes long; stopping here"))
-		tools := registry(t, tool("build", false, "", func(context.Context, session.Call) (string, error) {
+		tools := registry(t, tool("build", false, func(context.Context, session.Call) (string, error) {
 			e.clock.Advance(61 * time.Minute)
 			return "built", nil
 		}))

@@ -8,28 +8,27 @@ import (
 	"regexp"
 	"strings"
 
+	schemaval "github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/superagent-dev/superagent/internal/model"
 )
 
-// Tool is a function the model may call.
+// Tool is a function the model may call, as the Registry runs it: a Spec
+// with its arguments left undecoded. Declare tools with Spec; code that
+// wraps every tool of a registry (metrics, guards) may wrap Check and
+// Handler, which read the arguments from Call.Arguments.
 type Tool struct {
-	// Name is the function name the model uses (see docs/tools.md).
+	// Name, Description and Idempotent are the Spec's.
 	Name        string
 	Description string
-	// Parameters is the JSON schema of the arguments (an object schema).
-	// The host validates every call against it before Check and Handler.
-	Parameters json.RawMessage
-	// Idempotent tools are run again when a crash interrupted them; others
-	// are reported to the model as interrupted instead.
-	Idempotent bool
-	// Check, when set, runs after schema validation: a non-nil error refuses
-	// the call and its text is what the model reads ("refused: <text>").
-	// Host-enforced limits (word counts, wait limits, references) go here.
-	Check func(ctx context.Context, call Call) error
-	// Handler does the work and returns the text the model reads. An error
-	// is reported to the model as "error: <text>" (or "refused: <text>" for
-	// a Refusal); a context error leaves the call interrupted.
+	Idempotent  bool
+	// Check and Handler are the Spec's, decoding the arguments first.
+	Check   func(ctx context.Context, call Call) error
 	Handler func(ctx context.Context, call Call) (string, error)
+
+	// params is the schema Spec generated; nil for a Tool not declared
+	// with one, which NewRegistry refuses.
+	params *params
 }
 
 // Call is one tool call as the handler sees it.
@@ -40,16 +39,9 @@ type Call struct {
 	// ID is the model's id for the call.
 	ID   string
 	Name string
-	// Arguments is the validated JSON object.
+	// Arguments is the validated JSON object; a Spec's Check and Handler
+	// receive it decoded as well.
 	Arguments json.RawMessage
-}
-
-// Bind decodes the arguments into v.
-func (c Call) Bind(v any) error {
-	if err := json.Unmarshal(c.Arguments, v); err != nil {
-		return fmt.Errorf("decoding arguments of %s: %w", c.Name, err)
-	}
-	return nil
 }
 
 // Refusal is an error a Check or Handler returns to refuse a call; the
@@ -72,7 +64,7 @@ type Registry struct {
 
 type registered struct {
 	Tool
-	schema *schema
+	schema *schemaval.Schema
 }
 
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -81,6 +73,7 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // lists every problem found.
 func NewRegistry(tools ...Tool) (*Registry, error) {
 	r := &Registry{tools: map[string]*registered{}}
+	c := newCompiler()
 	var problems []string
 	for i, t := range tools {
 		if !toolName.MatchString(t.Name) {
@@ -94,7 +87,15 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 		if t.Handler == nil {
 			problems = append(problems, fmt.Sprintf("tool %q: no handler", t.Name))
 		}
-		s, err := compileSchema(t.Parameters)
+		switch {
+		case t.params == nil:
+			problems = append(problems, fmt.Sprintf("tool %q: no argument type (declare it with session.Spec)", t.Name))
+			continue
+		case t.params.err != nil:
+			problems = append(problems, fmt.Sprintf("tool %q: %v", t.Name, t.params.err))
+			continue
+		}
+		s, err := c.compile(t.Name, t.params.schema)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("tool %q: %v", t.Name, err))
 			continue
@@ -125,7 +126,7 @@ func (r *Registry) definitions() []model.Tool {
 	}
 	out := make([]model.Tool, len(r.ordered))
 	for i, t := range r.ordered {
-		out[i] = model.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+		out[i] = model.Tool{Name: t.Name, Description: t.Description, Parameters: t.params.schema}
 	}
 	return out
 }
@@ -148,9 +149,7 @@ func (t *registered) admit(ctx context.Context, call Call) (json.RawMessage, str
 	if err := json.Unmarshal([]byte(raw), &v); err != nil {
 		return nil, "refused: the arguments are not valid JSON: " + err.Error()
 	}
-	var problems []string
-	t.schema.validate("arguments", v, &problems)
-	if len(problems) > 0 {
+	if problems := argumentProblems(t.schema, v); len(problems) > 0 {
 		return nil, "refused: invalid arguments: " + strings.Join(problems, "; ")
 	}
 	call.Arguments = json.RawMessage(raw)

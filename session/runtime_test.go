@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,7 +19,15 @@ import (
 	"github.com/superagent-dev/superagent/session"
 )
 
-const pathSchema = `{"type":"object","properties":{"path":{"type":"string","minLength":1},"text":{"type":"string"}},"required":["path"],"additionalProperties":false}`
+type replyArgs struct {
+	Text string `json:"text,omitempty"`
+}
+
+// pathArgs are the arguments of the file tools of these tests.
+type pathArgs struct {
+	Path string `json:"path" jsonschema:"minLength=1"`
+	Text string `json:"text,omitempty"`
+}
 
 func TestToolLoop(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
@@ -35,29 +44,21 @@ func TestToolLoop(t *testing.T) {
 		)
 		files := map[string]string{}
 		tools := registry(t,
-			tool("write_file", false, pathSchema, func(_ context.Context, c session.Call) (string, error) {
-				var a struct{ Path, Text string }
-				require.NoError(t, c.Bind(&a))
+			session.Spec[pathArgs]{Name: "write_file", Handler: func(_ context.Context, _ session.Call, a pathArgs) (string, error) {
 				files[a.Path] = a.Text
 				return "wrote " + a.Path, nil
-			}),
-			tool("read_file", true, pathSchema, func(_ context.Context, c session.Call) (string, error) {
-				var a struct{ Path string }
-				require.NoError(t, c.Bind(&a))
+			}}.Tool(),
+			session.Spec[pathArgs]{Name: "read_file", Idempotent: true, Handler: func(_ context.Context, _ session.Call, a pathArgs) (string, error) {
 				return files[a.Path], nil
-			}),
-			session.Tool{Name: "reply", Parameters: []byte(`{"type":"object","properties":{"text":{"type":"string"}}}`),
-				Check: func(_ context.Context, c session.Call) error {
-					var a struct{ Text string }
-					if err := c.Bind(&a); err != nil {
-						return err
-					}
-					return session.Refuse("a chat message is limited to 3 words")
+			}}.Tool(),
+			session.Spec[replyArgs]{Name: "reply",
+				Check: func(_ context.Context, _ session.Call, a replyArgs) error {
+					return session.Refuse("a chat message is limited to %d words; this is %d", 3, len(strings.Fields(a.Text)))
 				},
-				Handler: func(context.Context, session.Call) (string, error) {
+				Handler: func(context.Context, session.Call, replyArgs) (string, error) {
 					t.Error("a refused call must not run")
 					return "", nil
-				}},
+				}}.Tool(),
 		)
 		s := e.create(t, session.RoleExecutor, 7, "Write hello to a.txt")
 		out, err := e.rt.Run(t.Context(), s.ID, tools, session.RunOptions{})
@@ -74,9 +75,9 @@ func TestToolLoop(t *testing.T) {
 		results := toolResults(reqs[2])
 		require.Equal(t, "wrote a.txt", results["c1"])
 		require.Equal(t, "hello", results["c2"])
-		require.Equal(t, `refused: invalid arguments: arguments: missing required property "path"; arguments.mode: unknown property`, results["c3"])
+		require.Equal(t, `refused: invalid arguments: arguments: additional properties 'mode' not allowed; arguments: missing property 'path'`, results["c3"])
 		require.Equal(t, `refused: there is no tool named "rm_rf"`, results["c4"])
-		require.Equal(t, "refused: a chat message is limited to 3 words", results["c5"])
+		require.Equal(t, "refused: a chat message is limited to 3 words; this is 4", results["c5"])
 
 		msgs := e.messages(t, s.ID)
 		require.Len(t, msgs, 9)
@@ -146,18 +147,18 @@ func testResumeAfterCrash(t *testing.T, relaxed bool) {
 		var lookups, deploys, fetches atomic.Int32
 		crash := true
 		tools := registry(t,
-			tool("lookup", false, "", func(context.Context, session.Call) (string, error) {
+			tool("lookup", false, func(context.Context, session.Call) (string, error) {
 				lookups.Add(1)
 				return "found", nil
 			}),
-			tool("deploy", false, "", func(context.Context, session.Call) (string, error) {
+			tool("deploy", false, func(context.Context, session.Call) (string, error) {
 				deploys.Add(1)
 				if crash {
 					panic("process killed after deploying")
 				}
 				return "deployed", nil
 			}),
-			tool("fetch", true, "", func(context.Context, session.Call) (string, error) {
+			tool("fetch", true, func(context.Context, session.Call) (string, error) {
 				fetches.Add(1)
 				return "fetched", nil
 			}),
@@ -196,7 +197,7 @@ func TestResumeRerunsIdempotentTool(t *testing.T) {
 		e := setup(t, d, nil, fakeopenai.Calls(fakeopenai.Call("c1", "status", `{}`)), fakeopenai.Text("clean"))
 		var runs atomic.Int32
 		ctx, cancel := context.WithCancel(t.Context())
-		tools := registry(t, tool("status", true, "", func(ctx context.Context, _ session.Call) (string, error) {
+		tools := registry(t, tool("status", true, func(ctx context.Context, _ session.Call) (string, error) {
 			if runs.Add(1) == 1 {
 				cancel() // the job is cancelled while the tool runs
 				<-ctx.Done()
@@ -244,7 +245,7 @@ func TestCancellation(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		t.Run("stop check at a step boundary", func(t *testing.T) {
 			e := setup(t, d, nil, fakeopenai.Calls(fakeopenai.Call("c1", "noop", `{}`)))
-			tools := registry(t, tool("noop", true, "", func(context.Context, session.Call) (string, error) { return "ok", nil }))
+			tools := registry(t, tool("noop", true, func(context.Context, session.Call) (string, error) { return "ok", nil }))
 			s := e.create(t, session.RoleExecutor, 3, "work")
 			checks := 0
 			out, err := e.rt.Run(t.Context(), s.ID, tools, session.RunOptions{StopCheck: func(context.Context) (bool, string) {
@@ -295,7 +296,7 @@ func TestCancellation(t *testing.T) {
 func TestPromptRevisionPerRequest(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil, fakeopenai.Calls(fakeopenai.Call("c1", "prompts_save", `{}`)), fakeopenai.Text("saved"))
-		tools := registry(t, tool("prompts_save", false, "", func(context.Context, session.Call) (string, error) {
+		tools := registry(t, tool("prompts_save", false, func(context.Context, session.Call) (string, error) {
 			// A person saves a new revision while the session runs.
 			e.prompts.Save("You are the test agent. Revision two.")
 			return "saved revision 2", nil
@@ -320,7 +321,7 @@ func TestInboundMessageDuringToolCalls(t *testing.T) {
 			fakeopenai.Text("seen both"))
 		var sessionID int64
 		n := 0
-		tools := registry(t, tool("slow", true, "", func(ctx context.Context, _ session.Call) (string, error) {
+		tools := registry(t, tool("slow", true, func(ctx context.Context, _ session.Call) (string, error) {
 			n++
 			if n == 1 {
 				// A follow-up card arrives between the two results.
@@ -365,7 +366,7 @@ func TestRunErrors(t *testing.T) {
 func TestBeforeStepDeliversAtTheNextStep(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil, fakeopenai.Calls(fakeopenai.Call("c1", "noop", `{}`)), fakeopenai.Text("seen"))
-		tools := registry(t, tool("noop", true, "", func(context.Context, session.Call) (string, error) { return "ok", nil }))
+		tools := registry(t, tool("noop", true, func(context.Context, session.Call) (string, error) { return "ok", nil }))
 		s := e.create(t, session.RoleExecutor, 5, "work")
 		calls := 0
 		out, err := e.rt.Run(t.Context(), s.ID, tools, session.RunOptions{BeforeStep: func(ctx context.Context, sid int64) error {

@@ -6,6 +6,13 @@
 // effect. It also enforces step, time and budget limits, rolls a long
 // conversation over into a new Session through a handoff, and keeps every
 // known secret out of what it stores and sends.
+//
+// A tool is declared once, as a Spec over a Go argument type: the JSON
+// schema the model reads is generated from that type (a property is
+// required unless its json tag says omitempty or omitzero; unknown
+// properties are refused), every call is validated against it with
+// github.com/santhosh-tekuri/jsonschema, and the handler receives the
+// arguments decoded into the type.
 package session
 
 import (
