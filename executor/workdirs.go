@@ -4,26 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path"
 	"slices"
-	"strings"
+
+	"github.com/superagent-dev/superagent/executor/workspace"
 )
 
 // workedIn records a directory the Ticket's Session worked in, so that
 // the AGENTS.md files on the way down to it join the prompt. The list is
 // kept with the execution, so a restarted process keeps the chain.
-func (e *Executor) workedIn(ctx context.Context, ticketID int64, dir string) {
-	// A path outside the workspace (the tools refuse it) has no AGENTS.md
-	// of the repository, and would break every later prompt.
-	dir = path.Clean(dir)
-	if path.IsAbs(dir) {
-		rel, ok := strings.CutPrefix(dir, workspaceMount+"/")
-		if !ok {
-			return
-		}
-		dir = rel
-	}
-	if dir == "." || dir == ".." || strings.HasPrefix(dir, "../") {
+func (e *Executor) workedIn(ctx context.Context, ws *workspace.Workspace, ticketID int64, dir string) {
+	// Only a directory that resolves inside the workspace is kept: one the
+	// tools refuse (outside, or through a symlink leading out) has no
+	// AGENTS.md of the repository to offer.
+	dir, err := ws.InsideDir(dir)
+	if err != nil || dir == "." {
 		return
 	}
 	dirs, err := e.workedDirs(ctx, ticketID)
@@ -40,7 +34,6 @@ func (e *Executor) workedIn(ctx context.Context, ticketID int64, dir string) {
 		e.cfg.Logger.Error("recording a directory the executor worked in", "ticket", ticketID, "error", err)
 	}
 }
-
 // workedDirs lists the root and the directories the Ticket's Sessions
 // worked in, sorted, so that the prompt is the same from one request to
 // the next.
