@@ -145,3 +145,40 @@ func TestReadFileMemoryIsBounded(t *testing.T) {
 		require.Regexp(t, `\n\[output cut at 64 KiB; read on from offset 6[0-9][0-9]\]\n$`, got)
 	})
 }
+
+// git_diff streams git's output through the output cap, and says what it
+// cut; any other git output the host reads whole is kept up to 8 MiB and
+// refused past it, never held in full.
+func TestGitOutputMemoryIsBounded(t *testing.T) {
+	w, dir := fileWorkspace(t)
+	ctx := context.Background()
+	hostGit(t, dir, "add", "a.txt")
+	hostGit(t, dir, "commit", "--quiet", "-m", "seed")
+	// 96 MiB of changed lines: under git's big-file threshold, so it is
+	// diffed as text.
+	big, err := os.OpenFile(filepath.Join(dir, "a.txt"), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	chunk := []byte(strings.Repeat(strings.Repeat("x", 63)+"\n", 1<<14))
+	for range 96 {
+		_, err := big.Write(chunk)
+		require.NoError(t, err)
+	}
+	require.NoError(t, big.Close())
+
+	t.Run("Diff", func(t *testing.T) {
+		var got string
+		var err error
+		used := allocated(t, func() { got, err = w.Diff(ctx, false) })
+		require.NoError(t, err)
+		require.Less(t, used, uint64(heapBound))
+		require.Less(t, len(got), defaultMaxOutputBytes+200)
+		require.Contains(t, got, "diff --git a/a.txt b/a.txt")
+		require.Regexp(t, `\[\.\.\. output cut at 64 KiB of 9[0-9]\.[0-9] MiB: [0-9]+ bytes of output cut; showing the first 32768 and the last 32768 \.\.\.\]`, got)
+	})
+	t.Run("OutputReadWhole", func(t *testing.T) {
+		var err error
+		used := allocated(t, func() { _, err = w.git(ctx, "diff", "--no-ext-diff") })
+		require.ErrorContains(t, err, "git diff: output over 8 MiB (9")
+		require.Less(t, used, uint64(heapBound))
+	})
+}

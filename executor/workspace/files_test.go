@@ -286,8 +286,8 @@ func TestCappedWriter(t *testing.T) {
 	}{
 		{name: "Fits", max: 10, writes: []string{"abc", "def"}, want: "abcdef"},
 		{name: "Exact", max: 6, writes: []string{"abcdef"}, want: "abcdef"},
-		{name: "OneBigWrite", max: 6, writes: []string{"abcdefghij"}, want: "abc\n[... 4 bytes of output cut; showing the first 3 and the last 3 ...]\nhij", truncated: true},
-		{name: "ManySmallWrites", max: 6, writes: []string{"ab", "cd", "ef", "gh", "ij"}, want: "abc\n[... 4 bytes of output cut; showing the first 3 and the last 3 ...]\nhij", truncated: true},
+		{name: "OneBigWrite", max: 6, writes: []string{"abcdefghij"}, want: "abc\n[... output cut at 6 B of 10 B: 4 bytes of output cut; showing the first 3 and the last 3 ...]\nhij", truncated: true},
+		{name: "ManySmallWrites", max: 6, writes: []string{"ab", "cd", "ef", "gh", "ij"}, want: "abc\n[... output cut at 6 B of 10 B: 4 bytes of output cut; showing the first 3 and the last 3 ...]\nhij", truncated: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCappedWriter(tc.max)

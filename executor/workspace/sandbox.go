@@ -539,6 +539,7 @@ func (c *cappedWriter) result() (string, bool) {
 		return strings.ToValidUTF8(string(c.head)+string(tail), "\uFFFD"), false
 	}
 	return strings.ToValidUTF8(string(c.head), "\uFFFD") +
-		fmt.Sprintf("\n[... %d bytes of output cut; showing the first %d and the last %d ...]\n", c.total-kept, len(c.head), len(tail)) +
+		fmt.Sprintf("\n[... output cut at %s of %s: %d bytes of output cut; showing the first %d and the last %d ...]\n",
+			formatBytes(int64(c.max)), formatBytes(c.total), c.total-kept, len(c.head), len(tail)) +
 		strings.ToValidUTF8(string(tail), "\uFFFD"), true
 }
