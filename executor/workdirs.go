@@ -34,6 +34,7 @@ func (e *Executor) workedIn(ctx context.Context, ws *workspace.Workspace, ticket
 		e.cfg.Logger.Error("recording a directory the executor worked in", "ticket", ticketID, "error", err)
 	}
 }
+
 // workedDirs lists the root and the directories the Ticket's Sessions
 // worked in, sorted, so that the prompt is the same from one request to
 // the next.

@@ -198,12 +198,10 @@ func nextLine(br *bufio.Reader, keep int, buf []byte) (kept []byte, length int64
 		if room := keep - len(kept); room > 0 {
 			kept = append(kept, frag[:min(room, len(frag))]...)
 		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
+		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
-		case errors.Is(err, io.EOF):
-			err = nil
-		case err != nil:
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
 			return kept, length, ok, err
 		}
 		if len(frag) > 0 && frag[len(frag)-1] == '\n' {
