@@ -55,7 +55,7 @@ type runArgs struct {
 }
 
 func (e *Executor) runCommand(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a runArgs) (string, error) {
-	e.workedIn(ctx, ws, t.ID, a.Workdir)
+	e.workedIn(ctx, t.ID, a.Workdir)
 	res, err := ws.Run(ctx, a.Command, a.Workdir, time.Duration(a.Timeout)*time.Second)
 	if err != nil {
 		return "", err
@@ -81,27 +81,24 @@ type fileArgs struct {
 }
 
 func (e *Executor) readFile(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a fileArgs) (string, error) {
-	out, err := ws.ReadFile(a.Path, a.Offset, a.Limit)
-	if err == nil {
-		e.workedIn(ctx, ws, t.ID, path.Dir(a.Path))
-	}
-	return out, err
+	e.workedIn(ctx, t.ID, path.Dir(a.Path))
+	return ws.ReadFile(a.Path, a.Offset, a.Limit)
 }
 
 func (e *Executor) writeFile(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a fileArgs) (string, error) {
+	e.workedIn(ctx, t.ID, path.Dir(a.Path))
 	if err := ws.WriteFile(a.Path, a.Content); err != nil {
 		return "", err
 	}
-	e.workedIn(ctx, ws, t.ID, path.Dir(a.Path))
 	return fmt.Sprintf("wrote %s (%d bytes)", a.Path, len(a.Content)), nil
 }
 
 func (e *Executor) editFile(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a fileArgs) (string, error) {
+	e.workedIn(ctx, t.ID, path.Dir(a.Path))
 	n, err := ws.EditFile(a.Path, a.OldText, a.NewText, a.ReplaceAll)
 	if err != nil {
 		return "", err
 	}
-	e.workedIn(ctx, ws, t.ID, path.Dir(a.Path))
 	return fmt.Sprintf("replaced %d occurrence(s) in %s", n, a.Path), nil
 }
 

@@ -5,19 +5,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-
-	"github.com/superagent-dev/superagent/executor/workspace"
 )
 
 // workedIn records a directory the Ticket's Session worked in, so that
 // the AGENTS.md files on the way down to it join the prompt. The list is
 // kept with the execution, so a restarted process keeps the chain.
-func (e *Executor) workedIn(ctx context.Context, ws *workspace.Workspace, ticketID int64, dir string) {
-	// Only a directory that resolves inside the workspace is kept: one the
-	// tools refuse (outside, or through a symlink leading out) has no
-	// AGENTS.md of the repository to offer.
-	dir, err := ws.InsideDir(dir)
-	if err != nil || dir == "." {
+func (e *Executor) workedIn(ctx context.Context, ticketID int64, dir string) {
+	// Only a directory that resolves inside the workspace through os.Root
+	// is kept. The tools call this before they check the path themselves;
+	// a path they would refuse (outside, through a symlink leading out, not
+	// there yet) has no AGENTS.md of the repository to offer.
+	ws, err := e.deps.Workspaces.Open(ticketID)
+	if err != nil {
+		return
+	}
+	if dir, err = ws.InsideDir(dir); err != nil || dir == "." {
 		return
 	}
 	dirs, err := e.workedDirs(ctx, ticketID)
