@@ -24,9 +24,11 @@ func (e *Executor) promptInput(ctx context.Context, ticketID int64) (promptparts
 		if err != nil {
 			return promptparts.Input{}, err
 		}
-		files, err := ws.AgentsChain(dirs)
-		if err != nil {
-			return promptparts.Input{}, fmt.Errorf("reading AGENTS.md of ticket %d: %w", t.ID, err)
+		// An entry that cannot be read is left out of the prompt, not a
+		// reason to fail it: the Ticket would be stuck on every request.
+		files, skipped := ws.AgentsChain(dirs)
+		if skipped != nil {
+			e.cfg.Logger.Warn("leaving AGENTS.md files out of the prompt", "ticket", t.ID, "error", skipped)
 		}
 		for _, f := range files {
 			in.AgentsMD = append(in.AgentsMD, promptparts.AgentsFile{Path: f.Path, Text: f.Text})

@@ -3,6 +3,9 @@ package executor_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -101,4 +104,79 @@ func TestPromptsReadOnlyShowsRevisionsTheTicketUsed(t *testing.T) {
 		require.Contains(t, ss[2].result, scope)
 		require.Contains(t, e.model.Last().System(), scope, "later requests use the newer revision")
 	})
+}
+
+// A repository may commit a symlink that leads out of the workspace. The
+// file tools refuse a path through it, and it never joins the AGENTS.md
+// chain, so the Ticket goes on working, a follow-up included; an entry
+// already stored that no longer resolves is left out of the prompt, not a
+// reason to fail it.
+func TestAgentsMDChainSurvivesASymlinkLeavingTheWorkspace(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, callsInOrder(
+			[2]string{"read_file", `{"path":"link/superagent.db"}`},
+			[2]string{"read_file", `{"path":"link/workspaces/AGENTS.md"}`},
+			[2]string{"read_file", `{"path":"README.md"}`},
+		))
+		// The workspace is <data>/workspaces/ticket-<id>: two levels up is
+		// the service's data directory.
+		commitSymlink(t, e.bare, "main", "link", "../../")
+		tk, _ := e.request(t, "@superagent please fix the typo in the README")
+		e.run(t, tk.ID)
+
+		reqs := e.model.Requests()
+		require.Len(t, reqs, 4, "every call was answered and the model asked again")
+		ss := steps(reqs[3])
+		require.Len(t, ss, 3)
+		for _, s := range ss[:2] {
+			require.True(t, strings.HasPrefix(s.result, "error") || strings.HasPrefix(s.result, "refused"), "refused: %q", s.result)
+			require.Contains(t, s.result, "escapes")
+			require.NotContains(t, s.result, "DATABASE-FILE-SECRET")
+		}
+		require.Contains(t, ss[2].result, "projetc", "the README was read after the refusals")
+		require.Equal(t, "[]", workDirs(t, e, tk.ID), "a refused path is not a directory worked in")
+		require.Contains(t, reqs[3].System(), "Run ./test.sh before committing.", "the root AGENTS.md is still there")
+
+		// An entry stored before the tools checked it, which the chain
+		// cannot read, costs only itself.
+		_, err := d.Exec(context.Background(), `UPDATE executions SET work_dirs = $2 WHERE ticket_id = $1`, tk.ID, `["link","link/workspaces"]`)
+		require.NoError(t, err)
+		e.admit(t, 1, "alice", "also check the docs")
+		e.run(t, tk.ID)
+		reqs = e.model.Requests()
+		require.Len(t, reqs, 5, "the follow-up reached the model")
+		require.Equal(t, reqs[3].System(), reqs[4].System(), "the same prompt as without the entry")
+		require.Contains(t, e.logs.String(), "leaving AGENTS.md files out of the prompt")
+	})
+}
+
+// commitSymlink commits a symlink name -> target on branch of the bare
+// repository, as a person pushing it would.
+func commitSymlink(t *testing.T, bare, branch, name, target string) {
+	t.Helper()
+	index := filepath.Join(t.TempDir(), "index")
+	git := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"--git-dir", bare}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_INDEX_FILE="+index, "GIT_AUTHOR_NAME=Person", "GIT_AUTHOR_EMAIL=person@example.com",
+			"GIT_COMMITTER_NAME=Person", "GIT_COMMITTER_EMAIL=person@example.com")
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		return strings.TrimSpace(string(out))
+	}
+	blob := git(target, "hash-object", "-w", "--stdin")
+	git("", "read-tree", branch)
+	git("", "update-index", "--add", "--cacheinfo", "120000,"+blob+","+name)
+	tree := git("", "write-tree")
+	commit := git("Add "+name, "commit-tree", tree, "-p", branch)
+	git("", "update-ref", "refs/heads/"+branch, commit)
+}
+
+// workDirs is the list of directories stored for the Ticket's execution.
+func workDirs(t *testing.T, e *env, ticketID int64) string {
+	t.Helper()
+	var raw string
+	require.NoError(t, e.d.QueryRow(context.Background(), `SELECT work_dirs FROM executions WHERE ticket_id = $1`, ticketID).Scan(&raw))
+	return raw
 }

@@ -116,3 +116,32 @@ func TestSandboxKeepsTheServiceSecretsOutOfReach(t *testing.T) {
 		}
 	})
 }
+
+// A FIFO a command makes is refused by the file tools at once, instead of
+// holding the call (and the Executor's slot) until the process is killed;
+// the Session goes on.
+func TestFileToolsRefuseAFIFOACommandMade(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		calls := [][2]string{
+			runCall("mkfifo pipe && mkfifo src-pipe.go"),
+			{"read_file", `{"path":"pipe"}`},
+			{"edit_file", `{"path":"pipe","old_text":"a","new_text":"b"}`},
+			{"write_file", `{"path":"pipe","content":"x"}`},
+			{"search_code", `{"pattern":"projetc"}`},
+			{"read_file", `{"path":"README.md"}`},
+		}
+		e := setup(t, d, callsInOrder(calls...))
+		tk, _ := e.request(t, "@superagent please fix the typo in the README")
+		e.run(t, tk.ID)
+
+		ss := steps(e.model.Last())
+		require.Len(t, ss, len(calls), "every call returned and the model read its result")
+		require.Regexp(t, `^exit code 0 `, ss[0].result)
+		for _, s := range ss[1:4] {
+			require.Contains(t, s.result, "is a named pipe (FIFO); the file tools only handle regular files", "%s", s.name)
+		}
+		require.Contains(t, ss[4].result, "README.md:3: This projetc says hello.")
+		require.NotContains(t, ss[4].result, "pipe")
+		require.Contains(t, ss[5].result, "projetc")
+	})
+}

@@ -4,26 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path"
 	"slices"
-	"strings"
 )
 
 // workedIn records a directory the Ticket's Session worked in, so that
 // the AGENTS.md files on the way down to it join the prompt. The list is
 // kept with the execution, so a restarted process keeps the chain.
 func (e *Executor) workedIn(ctx context.Context, ticketID int64, dir string) {
-	// A path outside the workspace (the tools refuse it) has no AGENTS.md
-	// of the repository, and would break every later prompt.
-	dir = path.Clean(dir)
-	if path.IsAbs(dir) {
-		rel, ok := strings.CutPrefix(dir, workspaceMount+"/")
-		if !ok {
-			return
-		}
-		dir = rel
+	// Only a directory that resolves inside the workspace through os.Root
+	// is kept. The tools call this before they check the path themselves;
+	// a path they would refuse (outside, through a symlink leading out, not
+	// there yet) has no AGENTS.md of the repository to offer.
+	ws, err := e.deps.Workspaces.Open(ticketID)
+	if err != nil {
+		return
 	}
-	if dir == "." || dir == ".." || strings.HasPrefix(dir, "../") {
+	if dir, err = ws.InsideDir(dir); err != nil || dir == "." {
 		return
 	}
 	dirs, err := e.workedDirs(ctx, ticketID)

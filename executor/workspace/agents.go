@@ -3,7 +3,9 @@ package workspace
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path"
 	"strings"
 )
@@ -19,61 +21,74 @@ const maxAgentsBytes = 1 << 20
 // AgentsChain returns the AGENTS.md files that apply to dirs (paths relative to
 // the workspace root): the root's first, then the nested ones on the way down
 // to each directory, outermost first, each file once. Missing files are simply
-// absent; a file reached through a symlink leaving the workspace is an error.
-func (w *Workspace) AgentsChain(dirs []string) ([]AgentsFile, error) {
+// absent. An entry that cannot be read (a directory outside the workspace, a
+// file reached through a symlink leaving it, one over 1 MiB) is left out, and
+// skipped says which and why: the files returned are usable either way, so
+// one bad entry never costs the others.
+func (w *Workspace) AgentsChain(dirs []string) (files []AgentsFile, skipped error) {
 	root, err := w.openRoot()
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
 	seen := map[string]bool{}
-	var files []AgentsFile
-	add := func(dir string) error {
+	var problems []error
+	add := func(dir string) bool {
 		p := path.Join(dir, "AGENTS.md")
 		if seen[p] {
-			return nil
+			return true
 		}
 		seen[p] = true
-		fi, err := root.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
+		text, ok, err := readAgents(root, p)
 		if err != nil {
-			return fmt.Errorf("reading %s: %w", p, err)
+			problems = append(problems, fmt.Errorf("reading %s: %w", p, err))
+			return false
 		}
-		if !fi.Mode().IsRegular() {
-			return nil
+		if ok {
+			files = append(files, AgentsFile{Path: p, Text: text})
 		}
-		if fi.Size() > maxAgentsBytes {
-			return fmt.Errorf("reading %s: %d bytes, over the limit of %d", p, fi.Size(), maxAgentsBytes)
-		}
-		data, err := root.ReadFile(p)
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", p, err)
-		}
-		files = append(files, AgentsFile{Path: p, Text: string(data)})
-		return nil
+		return true
 	}
-	if err := add("."); err != nil {
-		return nil, err
-	}
+	add(".")
 	for _, d := range dirs {
 		rel, err := w.relPath(d)
 		if err != nil {
-			return nil, fmt.Errorf("finding AGENTS.md files: %w", err)
+			problems = append(problems, fmt.Errorf("finding AGENTS.md files: %w", err))
+			continue
 		}
 		if rel == "." {
 			continue
 		}
 		parts := strings.Split(rel, "/")
-		for i := range parts {
-			if parts[i] == ".git" {
+		// Below an entry that failed, nothing is read: a directory that
+		// leaves the workspace leads nowhere worth reading.
+		for i := 0; i < len(parts) && parts[i] != ".git"; i++ {
+			if !add(strings.Join(parts[:i+1], "/")) {
 				break
-			}
-			if err := add(strings.Join(parts[:i+1], "/")); err != nil {
-				return nil, err
 			}
 		}
 	}
-	return files, nil
+	return files, errors.Join(problems...)
+}
+
+// readAgents returns the text of the AGENTS.md file at p; ok is false when
+// there is none, or something else than a regular file is there.
+func readAgents(root *os.Root, p string) (text string, ok bool, err error) {
+	f, fi, err := openRegular(root, p, os.O_RDONLY, 0)
+	var other *notRegularError
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.As(err, &other):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	}
+	defer f.Close()
+	if fi.Size() > maxAgentsBytes {
+		return "", false, fmt.Errorf("%d bytes, over the limit of %d", fi.Size(), maxAgentsBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxAgentsBytes))
+	if err != nil {
+		return "", false, err
+	}
+	return string(data), true, nil
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -21,6 +22,7 @@ const (
 	maxLineChars      = 2000
 	defaultMaxResults = 100
 	maxSearchFile     = 4 << 20
+	maxEditBytes      = 8 << 20
 	binarySniffBytes  = 8000
 )
 
@@ -100,7 +102,10 @@ func (w *Workspace) openRoot() (*os.Root, error) {
 
 // ReadFile returns limit lines of path starting at line offset (1-based; 0
 // means from the start; limit 0 means 2000), each prefixed with its number.
-// Binary files are refused.
+// Binary files and anything but a regular file are refused. The file is
+// streamed: a line keeps its first 2000 bytes, and the result stops at the
+// workspace's output cap, so neither a huge file nor a huge line is ever
+// held in memory.
 func (w *Workspace) ReadFile(p string, offset, limit int) (string, error) {
 	if offset < 0 || limit < 0 {
 		return "", fmt.Errorf("reading %q: offset and limit must not be negative", p)
@@ -120,30 +125,33 @@ func (w *Workspace) ReadFile(p string, offset, limit int) (string, error) {
 		return "", err
 	}
 	defer root.Close()
-	f, err := root.Open(rel)
+	f, _, err := openRegular(root, rel, os.O_RDONLY, 0)
 	if err != nil {
 		return "", fmt.Errorf("reading %q: %w", p, err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return "", fmt.Errorf("reading %q: %w", p, err)
-	} else if fi.IsDir() {
-		return "", fmt.Errorf("reading %q: is a directory; list it with a command", p)
-	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, _ := br.Peek(binarySniffBytes)
 	if isBinary(head) {
 		return "", fmt.Errorf("reading %q: binary file; inspect it with a command instead", p)
 	}
+	maxOut := w.m.cfg.MaxOutputBytes
 	var out strings.Builder
+	var buf []byte
 	n := 0
-	more := false
+	more, full := false, false
 	for {
-		line, err := br.ReadString('\n')
-		if line == "" && err != nil {
-			if !errors.Is(err, io.EOF) {
-				return "", fmt.Errorf("reading %q: %w", p, err)
-			}
+		keep := maxLineChars
+		if n+1 < offset {
+			keep = 0 // a line before the window is only counted
+		}
+		var length int64
+		var ok bool
+		buf, length, ok, err = nextLine(br, keep, buf)
+		if err != nil {
+			return "", fmt.Errorf("reading %q: %w", p, err)
+		}
+		if !ok {
 			break
 		}
 		n++
@@ -154,30 +162,128 @@ func (w *Workspace) ReadFile(p string, offset, limit int) (string, error) {
 		if n < offset {
 			continue
 		}
-		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
-		if len(line) > maxLineChars {
-			line = strings.ToValidUTF8(line[:maxLineChars], "") + fmt.Sprintf(" [line cut: %d more bytes]", len(line)-maxLineChars)
+		line := fmt.Sprintf("%6d\t%s\n", n, strings.ToValidUTF8(string(buf), ""))
+		if length > int64(len(buf)) {
+			line = fmt.Sprintf("%6d\t%s [line cut: %d more bytes]\n", n, strings.ToValidUTF8(string(buf), ""), length-int64(len(buf)))
 		}
-		fmt.Fprintf(&out, "%6d\t%s\n", n, line)
+		if out.Len()+len(line) > maxOut && out.Len() > 0 {
+			full = true
+			break
+		}
+		out.WriteString(line)
 	}
 	switch {
 	case n < offset && n > 0:
 		return "", fmt.Errorf("reading %q: offset %d is past the end (%d lines)", p, offset, n)
+	case full:
+		fmt.Fprintf(&out, "[output cut at %s; read on from offset %d]\n", formatBytes(int64(maxOut)), n)
 	case more:
 		fmt.Fprintf(&out, "[more lines follow; read on from offset %d]\n", offset+limit)
 	}
 	return out.String(), nil
 }
 
-// readSearchable returns the contents of name if it is a text file small
-// enough to search.
-func readSearchable(fsys fs.FS, name string) ([]byte, bool) {
-	fi, err := fs.Stat(fsys, name)
-	if err != nil || fi.Size() > maxSearchFile {
+// nextLine reads the next line from br into buf, keeping at most keep bytes
+// of it without the line break, and returns the line's whole length (line
+// break excluded). The reader's buffer is the only other memory it needs,
+// however long the line. ok is false at the end of the input.
+func nextLine(br *bufio.Reader, keep int, buf []byte) (kept []byte, length int64, ok bool, err error) {
+	kept = buf[:0]
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(frag) > 0 {
+			ok = true
+		}
+		length += int64(len(frag))
+		if room := keep - len(kept); room > 0 {
+			kept = append(kept, frag[:min(room, len(frag))]...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return kept, length, ok, err
+		}
+		if len(frag) > 0 && frag[len(frag)-1] == '\n' {
+			length--
+		}
+		// The carriage return of a CRLF line is dropped when it is kept;
+		// past the cut it only counts as one more byte.
+		if length <= int64(len(kept)) {
+			kept = kept[:length]
+			if length > 0 && kept[length-1] == '\r' {
+				kept = kept[:length-1]
+				length--
+			}
+		}
+		return kept, length, ok, nil
+	}
+}
+
+// openRegular opens name under root, refusing anything but a regular file:
+// opening a FIFO waits for its other end, which may never come, and a
+// device or socket is not a file to read or edit. The type is checked once
+// before opening, so that such a file is not even opened, and again on the
+// open handle, so that one swapped in meanwhile is caught; O_NONBLOCK keeps
+// that open from waiting on a FIFO.
+func openRegular(root *os.Root, name string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
+	if fi, err := root.Stat(name); err == nil && !fi.Mode().IsRegular() {
+		return nil, nil, notRegular(fi.Mode())
+	} else if err != nil && (flag&os.O_CREATE == 0 || !errors.Is(err, fs.ErrNotExist)) {
+		return nil, nil, err
+	}
+	f, err := root.OpenFile(name, flag|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = notRegular(fi.Mode())
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// notRegularError is what the file tools answer for a path that is there
+// but is not a regular file.
+type notRegularError struct{ mode fs.FileMode }
+
+func notRegular(mode fs.FileMode) error { return &notRegularError{mode: mode} }
+
+func (e *notRegularError) Error() string {
+	var what string
+	switch m := e.mode; {
+	case m.IsDir():
+		return "is a directory; list it with a command"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeDevice != 0:
+		what = "a device"
+	default:
+		what = "not a regular file (" + m.Type().String() + ")"
+	}
+	return "is " + what + "; the file tools only handle regular files"
+}
+
+// readSearchable returns the contents of name if it is a regular text file
+// small enough to search.
+func readSearchable(root *os.Root, name string) ([]byte, bool) {
+	f, fi, err := openRegular(root, name, os.O_RDONLY, 0)
+	if err != nil {
 		return nil, false
 	}
-	data, err := fs.ReadFile(fsys, name)
-	if err != nil || isBinary(data[:min(len(data), binarySniffBytes)]) {
+	defer f.Close()
+	if fi.Size() > maxSearchFile {
+		return nil, false
+	}
+	// The size is read again through the limit: the file may grow.
+	data, err := io.ReadAll(io.LimitReader(f, maxSearchFile+1))
+	if err != nil || len(data) > maxSearchFile || isBinary(data[:min(len(data), binarySniffBytes)]) {
 		return nil, false
 	}
 	return data, true
@@ -194,7 +300,8 @@ func isBinary(b []byte) bool {
 	return !utf8.Valid(b)
 }
 
-// WriteFile writes content to path, creating parent directories.
+// WriteFile writes content to path, creating parent directories. Only a
+// regular file is written, never a FIFO, device or socket.
 func (w *Workspace) WriteFile(p, content string) error {
 	root, err := w.openRoot()
 	if err != nil {
@@ -205,22 +312,32 @@ func (w *Workspace) WriteFile(p, content string) error {
 	if err != nil {
 		return fmt.Errorf("writing %q: %w", p, err)
 	}
-	mode := fs.FileMode(0o644)
-	if fi, err := root.Lstat(rel); err == nil {
-		if fi.IsDir() {
-			return fmt.Errorf("writing %q: is a directory", p)
-		}
-		mode = fi.Mode().Perm()
-	}
 	if dir := path.Dir(rel); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("writing %q: creating parent directories: %w", p, err)
 		}
 	}
-	if err := root.WriteFile(rel, []byte(content), mode); err != nil {
+	// Not O_TRUNC: the file is emptied only once it is known to be regular.
+	f, _, err := openRegular(root, rel, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing %q: %w", p, err)
+	}
+	if err := replaceContent(f, []byte(content)); err != nil {
 		return fmt.Errorf("writing %q: %w", p, err)
 	}
 	return nil
+}
+
+// replaceContent makes data the whole content of f, and closes it.
+func replaceContent(f *os.File, data []byte) error {
+	err := f.Truncate(0)
+	if err == nil {
+		_, err = f.WriteAt(data, 0)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // EditFile replaces oldText with newText in path. oldText must occur exactly
@@ -242,23 +359,29 @@ func (w *Workspace) EditFile(p, oldText, newText string, all bool) (replaced int
 	if err != nil {
 		return 0, fmt.Errorf("editing %q: %w", p, err)
 	}
-	fi, err := root.Lstat(rel)
+	f, fi, err := openRegular(root, rel, os.O_RDWR, 0)
 	if err != nil {
 		return 0, fmt.Errorf("editing %q: %w", p, err)
 	}
-	data, err := root.ReadFile(rel)
+	defer f.Close()
+	if fi.Size() > maxEditBytes {
+		return 0, fmt.Errorf("editing %q: the file holds %s, over the %s edit_file takes; change it with a command instead", p, formatBytes(fi.Size()), formatBytes(maxEditBytes))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxEditBytes+1))
 	if err != nil {
 		return 0, fmt.Errorf("editing %q: %w", p, err)
 	}
-	text := string(data)
-	n := strings.Count(text, oldText)
+	if len(data) > maxEditBytes {
+		return 0, fmt.Errorf("editing %q: the file grew past the %s edit_file takes", p, formatBytes(maxEditBytes))
+	}
+	n := bytes.Count(data, []byte(oldText))
 	switch {
 	case n == 0:
 		return 0, fmt.Errorf("editing %q: the text to replace was not found (it must match exactly, whitespace included)", p)
 	case n > 1 && !all:
 		return 0, fmt.Errorf("editing %q: the text to replace occurs %d times; add context to make it unique, or replace all", p, n)
 	}
-	if err := root.WriteFile(rel, []byte(strings.ReplaceAll(text, oldText, newText)), fi.Mode().Perm()); err != nil {
+	if err := replaceContent(f, bytes.ReplaceAll(data, []byte(oldText), []byte(newText))); err != nil {
 		return 0, fmt.Errorf("editing %q: %w", p, err)
 	}
 	return n, nil
@@ -301,7 +424,7 @@ func (w *Workspace) Search(ctx context.Context, pattern, p string, maxResults in
 		case !d.Type().IsRegular():
 			return nil // directories, and symlinks, which could lead out
 		}
-		data, ok := readSearchable(fsys, name)
+		data, ok := readSearchable(root, name)
 		if !ok {
 			return nil
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -227,6 +228,10 @@ func TestAgentsChain(t *testing.T) {
 	}
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "out"), 0o755))
 	require.NoError(t, os.Symlink("../../../admin-token", filepath.Join(dir, "out", "AGENTS.md")))
+	// A committed link to two levels up: the data directory.
+	require.NoError(t, os.Symlink("../../", filepath.Join(dir, "link")))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "pipe"), 0o755))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "pipe", "AGENTS.md"), 0o644))
 
 	paths := func(files []AgentsFile) []string {
 		var out []string
@@ -239,7 +244,7 @@ func TestAgentsChain(t *testing.T) {
 		name    string
 		dirs    []string
 		want    []string
-		wantErr string
+		skipped string // what the error on the entries left out says
 	}{
 		{name: "None", dirs: nil, want: []string{"AGENTS.md=root"}},
 		{name: "Root", dirs: []string{"."}, want: []string{"AGENTS.md=root"}},
@@ -247,17 +252,26 @@ func TestAgentsChain(t *testing.T) {
 		{name: "SkipsMissingLevels", dirs: []string{"other/x/inner"}, want: []string{"AGENTS.md=root", "other/AGENTS.md=other"}},
 		{name: "EachOnce", dirs: []string{"dir/deep", "dir", "other/inner", "dir/deep/"},
 			want: []string{"AGENTS.md=root", "dir/AGENTS.md=dir", "dir/deep/AGENTS.md=deep", "other/AGENTS.md=other", "other/inner/AGENTS.md=inner"}},
-		{name: "Escape", dirs: []string{"../x"}, wantErr: "outside"},
-		{name: "SymlinkOut", dirs: []string{"out"}, wantErr: "escapes"},
+		{name: "Escape", dirs: []string{"../x"}, want: []string{"AGENTS.md=root"}, skipped: "outside"},
+		{name: "SymlinkOut", dirs: []string{"out"}, want: []string{"AGENTS.md=root"}, skipped: "escapes"},
+		{name: "DirectoryLinkOut", dirs: []string{"link"}, want: []string{"AGENTS.md=root"}, skipped: "escapes"},
+		{name: "BelowDirectoryLinkOut", dirs: []string{"link/workspaces/ticket-1"}, want: []string{"AGENTS.md=root"}, skipped: "escapes"},
+		{name: "FIFOIsNoFile", dirs: []string{"pipe"}, want: []string{"AGENTS.md=root"}},
+		{name: "BadEntriesCostNothingElse", dirs: []string{"dir", "link", "../x", "out", "other/inner"},
+			want:    []string{"AGENTS.md=root", "dir/AGENTS.md=dir", "other/AGENTS.md=other", "other/inner/AGENTS.md=inner"},
+			skipped: "escapes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := w.AgentsChain(tc.dirs)
-			if tc.wantErr != "" {
-				require.ErrorContains(t, err, tc.wantErr)
-				return
+			got, skipped := w.AgentsChain(tc.dirs)
+			if tc.skipped != "" {
+				require.ErrorContains(t, skipped, tc.skipped)
+			} else {
+				require.NoError(t, skipped)
 			}
-			require.NoError(t, err)
 			require.Equal(t, tc.want, paths(got))
+			for _, f := range got {
+				require.NotContains(t, f.Text, "SECRET")
+			}
 		})
 	}
 }
@@ -272,8 +286,8 @@ func TestCappedWriter(t *testing.T) {
 	}{
 		{name: "Fits", max: 10, writes: []string{"abc", "def"}, want: "abcdef"},
 		{name: "Exact", max: 6, writes: []string{"abcdef"}, want: "abcdef"},
-		{name: "OneBigWrite", max: 6, writes: []string{"abcdefghij"}, want: "abc\n[... 4 bytes of output cut; showing the first 3 and the last 3 ...]\nhij", truncated: true},
-		{name: "ManySmallWrites", max: 6, writes: []string{"ab", "cd", "ef", "gh", "ij"}, want: "abc\n[... 4 bytes of output cut; showing the first 3 and the last 3 ...]\nhij", truncated: true},
+		{name: "OneBigWrite", max: 6, writes: []string{"abcdefghij"}, want: "abc\n[... output cut at 6 B of 10 B: 4 bytes of output cut; showing the first 3 and the last 3 ...]\nhij", truncated: true},
+		{name: "ManySmallWrites", max: 6, writes: []string{"ab", "cd", "ef", "gh", "ij"}, want: "abc\n[... output cut at 6 B of 10 B: 4 bytes of output cut; showing the first 3 and the last 3 ...]\nhij", truncated: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCappedWriter(tc.max)
@@ -283,6 +297,38 @@ func TestCappedWriter(t *testing.T) {
 			got, truncated := c.result()
 			require.Equal(t, tc.want, got)
 			require.Equal(t, tc.truncated, truncated)
+		})
+	}
+}
+
+func TestInsideDir(t *testing.T) {
+	w, dir := fileWorkspace(t)
+	require.NoError(t, os.Symlink("../../", filepath.Join(dir, "link")))
+	require.NoError(t, os.Symlink("dir/deep", filepath.Join(dir, "deep-link")))
+	for _, tc := range []struct {
+		path, want, wantErr string
+	}{
+		{path: "", want: "."},
+		{path: "dir/deep", want: "dir/deep"},
+		{path: "/workspace/dir", want: "dir"},
+		{path: filepath.Join(dir, "dir"), want: "dir"},
+		{path: "deep-link", want: "deep-link"},
+		{path: "link", wantErr: "escapes"},
+		{path: "link/workspaces", wantErr: "escapes"},
+		{path: "up-link", wantErr: "escapes"},
+		{path: "../x", wantErr: "outside"},
+		{path: "/etc", wantErr: "outside"},
+		{path: "a.txt", wantErr: "not a directory"},
+		{path: "nope", wantErr: "no such file"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			got, err := w.InsideDir(tc.path)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
 		})
 	}
 }

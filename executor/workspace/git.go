@@ -171,7 +171,8 @@ func (g gitRunner) run(ctx context.Context, c gitCmd) (string, error) {
 	cmd.Env = g.env(c.env)
 	cmd.Stdin = c.stdin
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
+	kept := &limitedBuffer{buf: &stdout, max: maxGitStdout}
+	cmd.Stdout = kept
 	if c.stdout != nil {
 		cmd.Stdout = c.stdout
 	}
@@ -187,8 +188,18 @@ func (g gitRunner) run(ctx context.Context, c gitCmd) (string, error) {
 		}
 		return "", fmt.Errorf("running git %s: %w", c.args[0], err)
 	}
+	if kept.dropped > 0 {
+		// A cut answer (a list of files, say) would be wrong, not short.
+		return "", fmt.Errorf("git %s: output over %s (%s in all); the service keeps no more", c.args[0],
+			formatBytes(maxGitStdout), formatBytes(int64(stdout.Len())+kept.dropped))
+	}
 	return stdout.String(), nil
 }
+
+// maxGitStdout is the most of a git command's output the host keeps when
+// it reads the output whole (refs, lists of files); output shown to the
+// model streams through the output cap instead.
+const maxGitStdout = 8 << 20
 
 // GitError reports a git command that exited non-zero. Stderr never contains
 // the token.
@@ -205,15 +216,20 @@ func (e *GitError) Error() string {
 	return fmt.Sprintf("git %s exited with status %d: %s", e.Command, e.ExitCode, e.Stderr)
 }
 
-// limitedBuffer keeps the first max bytes written and discards the rest.
+// limitedBuffer keeps the first max bytes written and counts the rest it
+// discards, still taking them, so the writer is never blocked.
 type limitedBuffer struct {
-	buf *bytes.Buffer
-	max int
+	buf     *bytes.Buffer
+	max     int
+	dropped int64
 }
 
 func (l *limitedBuffer) Write(p []byte) (int, error) {
+	n := 0
 	if room := l.max - l.buf.Len(); room > 0 {
-		l.buf.Write(p[:min(room, len(p))])
+		n = min(room, len(p))
+		l.buf.Write(p[:n])
 	}
+	l.dropped += int64(len(p) - n)
 	return len(p), nil
 }

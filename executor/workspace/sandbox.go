@@ -437,6 +437,20 @@ func path2sandbox(rel string) string {
 	return sandboxWorkspace + "/" + rel
 }
 
+// InsideDir returns p relative to the workspace root when it names a
+// directory inside the workspace, as Run's workdir and as the file tools
+// resolve it: through os.Root, so a symlink may lead there but not out.
+func (w *Workspace) InsideDir(p string) (string, error) {
+	rel, err := w.relPath(p)
+	if err != nil {
+		return "", err
+	}
+	if err := w.checkWorkdir(rel); err != nil {
+		return "", fmt.Errorf("directory %q: %w", p, err)
+	}
+	return rel, nil
+}
+
 // checkWorkdir makes sure rel is a directory inside the workspace, following
 // symlinks only where they stay inside.
 func (w *Workspace) checkWorkdir(rel string) error {
@@ -525,6 +539,7 @@ func (c *cappedWriter) result() (string, bool) {
 		return strings.ToValidUTF8(string(c.head)+string(tail), "\uFFFD"), false
 	}
 	return strings.ToValidUTF8(string(c.head), "\uFFFD") +
-		fmt.Sprintf("\n[... %d bytes of output cut; showing the first %d and the last %d ...]\n", c.total-kept, len(c.head), len(tail)) +
+		fmt.Sprintf("\n[... output cut at %s of %s: %d bytes of output cut; showing the first %d and the last %d ...]\n",
+			formatBytes(int64(c.max)), formatBytes(c.total), c.total-kept, len(c.head), len(tail)) +
 		strings.ToValidUTF8(string(tail), "\uFFFD"), true
 }

@@ -90,13 +90,14 @@ func (w *Workspace) checkoutBranch(ctx context.Context, remote Remote, branch st
 	}
 }
 
-// Status returns the short status with a branch line.
+// Status returns the short status with a branch line, capped like command
+// output.
 func (w *Workspace) Status(ctx context.Context) (string, error) {
-	out, err := w.git(ctx, "status", "--short", "--branch", "--ignore-submodules=all", "--untracked-files=all")
+	out, err := w.gitCapped(ctx, "status", "--short", "--branch", "--ignore-submodules=all", "--untracked-files=all")
 	if err != nil {
 		return "", fmt.Errorf("workspace status: %w", err)
 	}
-	return w.capOutput(out), nil
+	return out, nil
 }
 
 // Diff returns the unstaged diff, or the staged one, capped like command
@@ -106,11 +107,23 @@ func (w *Workspace) Diff(ctx context.Context, staged bool) (string, error) {
 	if staged {
 		args = append(args, "--cached")
 	}
-	out, err := w.git(ctx, args...)
+	out, err := w.gitCapped(ctx, args...)
 	if err != nil {
 		return "", fmt.Errorf("workspace diff: %w", err)
 	}
-	return w.capOutput(out), nil
+	return out, nil
+}
+
+// gitCapped runs git with its stdout streamed through the output cap: the
+// head and tail are kept, the rest is counted and dropped as it comes, so
+// a diff of any size costs the service no more than the cap.
+func (w *Workspace) gitCapped(ctx context.Context, args ...string) (string, error) {
+	c := newCappedWriter(w.m.cfg.MaxOutputBytes)
+	if _, err := w.m.git.run(ctx, gitCmd{dir: w.dir, args: args, stdout: c}); err != nil {
+		return "", err
+	}
+	out, _ := c.result()
+	return out, nil
 }
 
 func (w *Workspace) capOutput(s string) string {
