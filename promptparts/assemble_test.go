@@ -242,8 +242,8 @@ func TestListenerReconnects(t *testing.T) {
 // deployment, or another test) do not move this service's head: NOTIFY
 // channels are database-wide.
 func TestListenerHearsOnlyItsSchema(t *testing.T) {
-	ours := newService(t, dbtest.Postgres(t), testDefaults())
-	theirs := newService(t, dbtest.Postgres(t), testDefaults())
+	ours := newService(t, dbtest.PostgresInSchema(t), testDefaults())
+	theirs := newService(t, dbtest.PostgresInSchema(t), testDefaults())
 	require.Eventually(t, func() bool { return ours.watch.listening.Load() && theirs.watch.listening.Load() }, 5*time.Second, time.Millisecond)
 	for rev := range 3 {
 		save(t, theirs, fmt.Sprintf(`{"base_revision": %d, "sections": {"ticket_scope": {"text": "theirs %d"}}}`, rev, rev))

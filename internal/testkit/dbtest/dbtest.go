@@ -1,10 +1,12 @@
 // Package dbtest gives tests real, isolated, migrated databases: a SQLite
-// file of their own and a PostgreSQL schema of their own. Store tests run as
-// one conformance suite on both through Each.
+// file of their own and a PostgreSQL database of their own, each a copy of a
+// template migrated once. Store tests run as one conformance suite on both
+// through Each.
 //
 // PostgreSQL is used when SUPERAGENT_TEST_DATABASE_URL is set. Without it the
 // PostgreSQL half is skipped, except under CI=true, where it fails: CI must
-// run both.
+// run both. On that server the kit keeps its template between runs, named
+// sa_tpl_<migrations fingerprint>, and names the tests' databases sa_t_*.
 package dbtest
 
 import (
@@ -126,9 +128,26 @@ func PostgresURL(t testing.TB) string {
 	return url
 }
 
-// Postgres returns a migrated PostgreSQL database confined to a schema of
-// the test's own, dropped when the test ends.
+// Postgres returns a migrated PostgreSQL database of the test's own,
+// dropped when the test ends. It is a copy of a template migrated once.
 func Postgres(t testing.TB) *db.DB {
+	t.Helper()
+	return open(t, PostgresDatabaseURL(t), db.Options{MaxConns: 8})
+}
+
+// PostgresDatabaseURL returns the URL of a migrated PostgreSQL database of
+// the test's own, dropped when the test ends, for tests that hand the
+// database to a process or open it themselves.
+func PostgresDatabaseURL(t testing.TB) string {
+	t.Helper()
+	return postgresServer(t).newDatabase(t)
+}
+
+// PostgresInSchema returns a PostgreSQL database confined to a new schema of
+// the shared test database, migrated on the spot. It is slower than
+// Postgres: use it for what schemas of one database share, such as NOTIFY
+// channels.
+func PostgresInSchema(t testing.TB) *db.DB {
 	t.Helper()
 	schema := NewSchema(t)
 	d := open(t, PostgresURL(t), db.Options{SearchPath: schema, MaxConns: 8})
