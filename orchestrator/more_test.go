@@ -15,6 +15,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/policy"
 	"github.com/superagent-dev/superagent/promptparts"
@@ -118,9 +119,7 @@ func TestFeishuRequestAcknowledgedAndPausedByButton(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal(body, &ev))
 		e.fs.AddMessage(fakefeishu.Message{ID: ev.Event.Message.ID, ChatID: "oc_team", MsgType: "text", Content: `{"text":"hello"}`})
-		var delivery int64
-		require.NoError(t, d.QueryRow(ctx, `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
-VALUES ('feishu', 'fs1', 'im.message.receive_v1', $1, $2, 'processed') RETURNING id`, body, time.Now().UTC()).Scan(&delivery))
+		delivery := seed.FeishuDelivery(t, d, "fs1", body)
 		admit := func(nc tickets.NewCard) tickets.Card {
 			var c tickets.Card
 			require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
@@ -153,8 +152,7 @@ VALUES ('feishu', 'fs1', 'im.message.receive_v1', $1, $2, 'processed') RETURNING
 		require.NoError(t, err)
 		e.fs.AddMessage(fakefeishu.Message{ID: "om_bug", ChatID: "oc_team", MsgType: "text", Content: `{"text":"the export button is broken"}`})
 		bugBody := strings.Replace(string(body), ev.Event.Message.ID, "om_bug", 1)
-		require.NoError(t, d.QueryRow(ctx, `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
-VALUES ('feishu', 'fs2', 'im.message.receive_v1', $1, $2, 'processed') RETURNING id`, []byte(bugBody), time.Now().UTC()).Scan(&delivery))
+		delivery = seed.FeishuDelivery(t, d, "fs2", []byte(bugBody))
 		bug := admit(tickets.NewCard{DeliveryID: delivery, Source: tickets.SourceFeishu, Kind: "message",
 			Thread: tickets.Thread{Source: tickets.SourceFeishu, Key: "feishu:oc_team/om_bug", Repo: "oc_team"},
 			Author: tickets.Author{ID: "ou_other", Type: tickets.AuthorUser}, Text: "the export button is broken"})
