@@ -36,6 +36,7 @@ func delivery(t *testing.T, d *db.DB, key string) int64 {
 }
 
 func TestAdmit(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := tickets.New(tickets.Config{Now: fixedNow})

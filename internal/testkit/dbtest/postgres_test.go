@@ -11,6 +11,7 @@ import (
 // A binary sweeps the databases of binaries that are gone, and leaves alone
 // those of binaries still running.
 func TestSweepDropsOnlyDeadOwnersDatabases(t *testing.T) {
+	t.Parallel()
 	ours := postgresServer(t)
 	ctx := context.Background()
 
