@@ -82,6 +82,7 @@ func newTicketWorld(t *testing.T, d *db.DB) ticketWorld {
 }
 
 func TestTicketPages(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		w := newTicketWorld(t, d)
 		c := w.panel.client(t)
@@ -144,6 +145,7 @@ func admitCard(t *testing.T, d *db.DB, store *tickets.Store, key string) tickets
 }
 
 func TestTicketRecord(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		w := newTicketWorld(t, d)
@@ -264,6 +266,7 @@ func TestTicketRecord(t *testing.T) {
 }
 
 func TestTicketPageWithoutPauser(t *testing.T) {
+	t.Parallel()
 	d := dbtest.SQLite(t)
 	store := tickets.New(tickets.Config{})
 	tk, err := store.CreateTicket(context.Background(), d, tickets.Ticket{Title: "Fix the flaky login test"})

@@ -22,6 +22,7 @@ import (
 // message, in the thread; a chat message over 100 words is refused and
 // nothing of it is sent.
 func TestFeishuRepliesGoUnderTheMessageAndStayShort(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		long := strings.TrimSpace(strings.Repeat("word ", 101))
 		e := setup(t, d, func(req fakeopenai.Request) fakeopenai.Reply {

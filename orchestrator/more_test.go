@@ -23,6 +23,7 @@ import (
 )
 
 func TestProposeModeWaitsForAPerson(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -76,6 +77,7 @@ func TestProposeModeWaitsForAPerson(t *testing.T) {
 }
 
 func TestForwardAsksTheQuestionUnchanged(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -105,6 +107,7 @@ func TestForwardAsksTheQuestionUnchanged(t *testing.T) {
 }
 
 func TestFeishuRequestAcknowledgedAndPausedByButton(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -192,6 +195,7 @@ func TestFeishuRequestAcknowledgedAndPausedByButton(t *testing.T) {
 }
 
 func TestParseCommand(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		card tickets.Card
@@ -216,6 +220,7 @@ func TestParseCommand(t *testing.T) {
 }
 
 func TestStopNeedsAPersonsFollowUp(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -238,6 +243,7 @@ func TestStopNeedsAPersonsFollowUp(t *testing.T) {
 }
 
 func TestHandedBackCardArrivesWithItsReasons(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -265,6 +271,7 @@ func TestHandedBackCardArrivesWithItsReasons(t *testing.T) {
 }
 
 func TestAcknowledgementCutOffMidCallIsRetriedOnlyWhereSafe(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -285,6 +292,7 @@ func TestAcknowledgementCutOffMidCallIsRetriedOnlyWhereSafe(t *testing.T) {
 }
 
 func TestReadingToolsGiveContext(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil)
 		c := e.admit(t, request(70, "document the API"))
@@ -316,6 +324,7 @@ func TestReadingToolsGiveContext(t *testing.T) {
 }
 
 func TestGitHubMessagesBeginWithTheTeamsAgentLine(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -345,6 +354,7 @@ func TestGitHubMessagesBeginWithTheTeamsAgentLine(t *testing.T) {
 // A card that commits while a turn is running may come after that turn's
 // last look; it must get a turn of its own instead of being absorbed.
 func TestCardDuringARunningTurnGetsAnotherTurn(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)

@@ -16,6 +16,7 @@ import (
 func noop(context.Context, Call) (string, error) { return "", nil }
 
 func TestNewRegistryListsEveryProblem(t *testing.T) {
+	t.Parallel()
 	_, err := NewRegistry(
 		Tool{Name: "bad name!", Handler: noop},
 		Tool{Name: "dup", Handler: noop},
@@ -32,6 +33,7 @@ func TestNewRegistryListsEveryProblem(t *testing.T) {
 }
 
 func TestAdmit(t *testing.T) {
+	t.Parallel()
 	schemaText := `{"type":"object","additionalProperties":false,"required":["decisions"],"properties":{
 		"decisions":{"type":"array","minItems":1,"maxItems":2,"items":{"type":"object","required":["candidate","action"],
 			"properties":{"candidate":{"type":"integer","minimum":1},"action":{"enum":["new","attach","ignore"]},
@@ -75,6 +77,7 @@ func TestAdmit(t *testing.T) {
 }
 
 func TestResultOf(t *testing.T) {
+	t.Parallel()
 	text, state := resultOf("out", nil)
 	require.Equal(t, [2]string{"out", toolDone}, [2]string{text, state})
 	text, state = resultOf("", Refuse("push only after the confirmation"))
@@ -84,12 +87,14 @@ func TestResultOf(t *testing.T) {
 }
 
 func TestTruncate(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "short", truncate("short", 10, 5))
 	out := truncate("ééééé", 5, 10)
 	require.True(t, strings.HasPrefix(out, "éé\n[output truncated: 4 of 10 bytes shown]"), out)
 }
 
 func TestCleanResultNeverLeavesPartOfASecret(t *testing.T) {
+	t.Parallel()
 	tok := "ghs_" + strings.Repeat("k", 36)
 	s := secret.New(tok)
 	max := 1000
