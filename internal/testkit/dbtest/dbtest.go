@@ -43,18 +43,12 @@ var sqliteTemplate struct {
 	err  error
 }
 
-// SQLite returns a migrated SQLite database in a file of the test's own.
-// The schema is migrated once per test binary and copied for each test.
+// SQLite returns a migrated SQLite database in a file of the test's own,
+// a copy of a template migrated once per migrations fingerprint.
 func SQLite(t testing.TB) *db.DB {
 	t.Helper()
 	sqliteTemplate.once.Do(func() {
-		dir, err := os.MkdirTemp("", "superagent-dbtest-")
-		if err != nil {
-			sqliteTemplate.err = err
-			return
-		}
-		sqliteTemplate.path = filepath.Join(dir, "template.db")
-		sqliteTemplate.err = migrateSQLite(sqliteTemplate.path)
+		sqliteTemplate.path, sqliteTemplate.err = sqliteTemplatePath()
 	})
 	if sqliteTemplate.err != nil {
 		t.Fatalf("preparing SQLite template: %v", sqliteTemplate.err)
@@ -64,6 +58,36 @@ func SQLite(t testing.TB) *db.DB {
 		t.Fatalf("copying SQLite template: %v", err)
 	}
 	return open(t, "sqlite://"+path, db.Options{})
+}
+
+// sqliteTemplatePath returns the migrated template for the current
+// migrations, building it when no earlier binary has. The template is kept
+// in the temporary directory between runs, one file per fingerprint; it
+// appears under its name only once complete, by rename, so binaries
+// building it at once each rename a whole file.
+func sqliteTemplatePath() (string, error) {
+	fingerprint, err := migrations.Fingerprint(db.SQLite)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(os.TempDir(), "superagent-dbtest")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "sqlite-"+fingerprint[:16]+".db")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	build, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(build)
+	built := filepath.Join(build, "template.db")
+	if err := migrateSQLite(built); err != nil {
+		return "", err
+	}
+	return path, os.Rename(built, path)
 }
 
 // SQLiteURL returns the URL of a fresh migrated SQLite file, for tests that
