@@ -99,36 +99,34 @@ func union[V any](a, b map[string]V) map[string]bool {
 func sqliteColumns(t *testing.T, d *db.DB) columns {
 	t.Helper()
 	// sqlite_sequence and the like are SQLite's own, created on demand.
-	rows, err := d.Query(context.Background(), `
-SELECT m.name, COALESCE(c.name, ''), COALESCE(c.type, '')
+	return readColumns(t, d, `
+SELECT m.name, COALESCE(c.name, ''), COALESCE(c.type, ''), ''
 FROM sqlite_master m LEFT JOIN pragma_table_info(m.name) c
-WHERE m.type IN ('table', 'view') AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
-	require.NoError(t, err)
-	defer rows.Close()
-	out := columns{}
-	for rows.Next() {
-		var table, column, typ string
-		require.NoError(t, rows.Scan(&table, &column, &typ))
-		out.add(table, column, sqliteClass(typ))
-	}
-	require.NoError(t, rows.Err())
-	return out
+WHERE m.type IN ('table', 'view') AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\'`,
+		func(typ, _ string) string { return sqliteClass(typ) })
 }
 
 func postgresColumns(t *testing.T, d *db.DB) columns {
 	t.Helper()
-	rows, err := d.Query(context.Background(), `
+	return readColumns(t, d, `
 SELECT t.table_name, COALESCE(c.column_name, ''), COALESCE(c.data_type, ''), COALESCE(c.udt_name, '')
 FROM information_schema.tables t
 LEFT JOIN information_schema.columns c ON c.table_schema = t.table_schema AND c.table_name = t.table_name
-WHERE t.table_schema = current_schema()`)
+WHERE t.table_schema = current_schema()`, postgresClass)
+}
+
+// readColumns runs a query returning table, column and two words on the
+// column's type, which class sorts.
+func readColumns(t *testing.T, d *db.DB, query string, class func(typ, detail string) string) columns {
+	t.Helper()
+	rows, err := d.Query(context.Background(), query)
 	require.NoError(t, err)
 	defer rows.Close()
 	out := columns{}
 	for rows.Next() {
-		var table, column, dataType, udt string
-		require.NoError(t, rows.Scan(&table, &column, &dataType, &udt))
-		out.add(table, column, postgresClass(dataType, udt))
+		var table, column, typ, detail string
+		require.NoError(t, rows.Scan(&table, &column, &typ, &detail))
+		out.add(table, column, class(typ, detail))
 	}
 	require.NoError(t, rows.Err())
 	return out
