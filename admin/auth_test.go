@@ -15,6 +15,7 @@ import (
 )
 
 func TestSignInAndOut(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		p := newPanel(t, d, promptparts.BuiltinDefaults(), Deps{})
 		c := p.client(t)
@@ -75,6 +76,7 @@ func TestSignInAndOut(t *testing.T) {
 }
 
 func TestSignInGuessingIsLimited(t *testing.T) {
+	t.Parallel()
 	p := newPanel(t, dbtest.SQLite(t), promptparts.BuiltinDefaults(), Deps{})
 	c := p.client(t)
 	for range signInMaxFailures {
@@ -86,6 +88,7 @@ func TestSignInGuessingIsLimited(t *testing.T) {
 }
 
 func TestSignInWithoutNameRecordsAdmin(t *testing.T) {
+	t.Parallel()
 	p := newPanel(t, dbtest.SQLite(t), promptparts.BuiltinDefaults(), Deps{})
 	c := p.client(t)
 	c.signIn("")
@@ -94,6 +97,7 @@ func TestSignInWithoutNameRecordsAdmin(t *testing.T) {
 }
 
 func TestFormsWithoutCSRFTokenAreRefused(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		p := newPanel(t, d, promptparts.BuiltinDefaults(), Deps{})
 		c := p.client(t)
@@ -134,6 +138,7 @@ func TestFormsWithoutCSRFTokenAreRefused(t *testing.T) {
 // The JSON API accepts the panel's cookie, and for changes only with the
 // CSRF header.
 func TestCookieAuthenticatesTheAPI(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		p := newPanel(t, d, promptparts.BuiltinDefaults(), Deps{})
 		c := p.client(t)

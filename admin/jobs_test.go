@@ -18,6 +18,7 @@ import (
 
 // River's job UI is mounted at /admin/jobs/ behind the panel's sign-in.
 func TestJobsViewNeedsSignIn(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

@@ -25,6 +25,7 @@ func saveAs(t *testing.T, p *panel, actor, body string) promptparts.SaveResult {
 // shows it after any reload, with what changed at the head, until it is
 // rebased and saved.
 func TestStaleSaveKeepsTheDraft(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		p := newPanel(t, d, promptparts.BuiltinDefaults(), Deps{})
 		c := p.client(t)
@@ -91,6 +92,7 @@ func TestStaleSaveKeepsTheDraft(t *testing.T) {
 // An invalid save answers 422 and shows each problem at its field, the
 // text still in the editor.
 func TestInvalidSaveShowsProblemsAtTheirParts(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		p := newPanel(t, d, promptparts.BuiltinDefaults(), Deps{})
 		c := p.client(t)
@@ -132,6 +134,7 @@ func TestInvalidSaveShowsProblemsAtTheirParts(t *testing.T) {
 }
 
 func TestDefaultUpdatedActions(t *testing.T) {
+	t.Parallel()
 	const oldWork = "# Work\n\nConfirm once.\nDeliver honestly.\n"
 	const newWork = "# Work\n\nConfirm once, concretely.\nDeliver honestly.\nYield to duplicates.\n"
 	const ours = "# Work\n\nOur own way of working.\n"
@@ -185,6 +188,7 @@ func partByKey(t *testing.T, o promptparts.Overview, key string) promptparts.Par
 }
 
 func TestRestoreAndDiffPages(t *testing.T) {
+	t.Parallel()
 	p := newPanel(t, dbtest.SQLite(t), promptparts.BuiltinDefaults(), Deps{})
 	saveAs(t, p, "ada", `{"base_revision": 0, "note": "first", "skills": {"identities": "alice is @alice"}}`)
 	saveAs(t, p, "grace", `{"base_revision": 1, "note": "second", "skills": {"identities": "alice is @alice-gh"}}`)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestSectionsPreviewAndSave(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		p := newPanel(t, d, promptparts.BuiltinDefaults(), Deps{})
 		c := p.client(t)
@@ -64,6 +65,7 @@ func TestSectionsPreviewAndSave(t *testing.T) {
 }
 
 func TestSkillsAddChangeRemove(t *testing.T) {
+	t.Parallel()
 	p := newPanel(t, dbtest.SQLite(t), promptparts.BuiltinDefaults(), Deps{})
 	c := p.client(t)
 	c.signIn("ada")
@@ -87,6 +89,7 @@ func TestSkillsAddChangeRemove(t *testing.T) {
 }
 
 func TestPolicyRules(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		p := newPanel(t, d, promptparts.BuiltinDefaults(), Deps{})

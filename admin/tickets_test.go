@@ -16,6 +16,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -82,6 +83,7 @@ func newTicketWorld(t *testing.T, d *db.DB) ticketWorld {
 }
 
 func TestTicketPages(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		w := newTicketWorld(t, d)
 		c := w.panel.client(t)
@@ -133,13 +135,8 @@ func admitCard(t *testing.T, d *db.DB, store *tickets.Store, key string) tickets
 	ctx := context.Background()
 	var card tickets.Card
 	require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
-		var delivery int64
-		if err := tx.QueryRow(ctx, `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
-VALUES ('github', $1, 'issue_comment', $2, $3, 'processed') RETURNING id`, key, []byte("{}"), worldNow).Scan(&delivery); err != nil {
-			return err
-		}
 		var err error
-		card, err = store.Admit(ctx, tx, tickets.NewCard{DeliveryID: delivery, Source: tickets.SourceGitHub, Kind: "comment",
+		card, err = store.Admit(ctx, tx, tickets.NewCard{DeliveryID: seed.Delivery(t, tx, key), Source: tickets.SourceGitHub, Kind: "comment",
 			Thread: tickets.Thread{Source: tickets.SourceGitHub, Key: key, Repo: "acme/web", Number: 43, Title: "Dark mode"},
 			Author: tickets.Author{ID: "9", Login: "linus", Type: tickets.AuthorUser, Permission: "read"},
 			Text:   "Could we also add dark mode?"}, 0)
@@ -149,6 +146,7 @@ VALUES ('github', $1, 'issue_comment', $2, $3, 'processed') RETURNING id`, key, 
 }
 
 func TestTicketRecord(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		w := newTicketWorld(t, d)
@@ -269,6 +267,7 @@ func TestTicketRecord(t *testing.T) {
 }
 
 func TestTicketPageWithoutPauser(t *testing.T) {
+	t.Parallel()
 	d := dbtest.SQLite(t)
 	store := tickets.New(tickets.Config{})
 	tk, err := store.CreateTicket(context.Background(), d, tickets.Ticket{Title: "Fix the flaky login test"})

@@ -51,6 +51,7 @@ func failLog(attempt string) string {
 }
 
 func TestFailedCheckFixedOnTheSecondAttempt(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, afterPR(checkFixer))
 		tk, pr := e.openPR(t)
@@ -102,6 +103,7 @@ func TestFailedCheckFixedOnTheSecondAttempt(t *testing.T) {
 }
 
 func TestFixAttemptsUsedUpReportBlocked(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, afterPR(checkFixer))
 		tk, pr := e.openPR(t)
@@ -139,6 +141,7 @@ func TestFixAttemptsUsedUpReportBlocked(t *testing.T) {
 
 // Two jobs failing on one commit are one failure to fix, not two attempts.
 func TestFailuresOfOneCommitAreOneAttempt(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, afterPR(checkFixer))
 		tk, pr := e.openPR(t)

@@ -111,6 +111,7 @@ func requireDeliveredOnce(t *testing.T, e *env, tk tickets.Ticket) {
 }
 
 func TestCrashWhileOpeningThePullRequestOpensItOnce(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e, tk := crashDuring(t, d, "/repos/"+repo+"/pulls", func(e *env) bool { return len(e.gh.PullRequests(repo)) == 1 })
 		requireDeliveredOnce(t, e, tk)
@@ -120,6 +121,7 @@ func TestCrashWhileOpeningThePullRequestOpensItOnce(t *testing.T) {
 }
 
 func TestCrashWhileConfirmingPostsTheConfirmationOnce(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e, tk := crashDuring(t, d, "/repos/"+repo+"/issues/1/comments", func(e *env) bool {
 			for _, c := range e.gh.Comments() {

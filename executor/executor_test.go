@@ -23,6 +23,7 @@ import (
 var fakeToken = regexp.MustCompile(`ghs_fake[0-9_]+`)
 
 func TestTypoFixBecomesADraftPullRequest(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, typoFixer)
 		tk, _ := e.request(t, "@superagent please fix the typo in the README")
@@ -107,6 +108,7 @@ func TestTypoFixBecomesADraftPullRequest(t *testing.T) {
 }
 
 func TestPushAndPullRequestWaitForTheConfirmation(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, func(req fakeopenai.Request) fakeopenai.Reply {
 			ss := steps(req)

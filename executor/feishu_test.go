@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -22,6 +22,7 @@ import (
 // message, in the thread; a chat message over 100 words is refused and
 // nothing of it is sent.
 func TestFeishuRepliesGoUnderTheMessageAndStayShort(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		long := strings.TrimSpace(strings.Repeat("word ", 101))
 		e := setup(t, d, func(req fakeopenai.Request) fakeopenai.Reply {
@@ -54,9 +55,7 @@ func TestFeishuRepliesGoUnderTheMessageAndStayShort(t *testing.T) {
 		require.NoError(t, json.Unmarshal(body, &ev))
 		msg := ev.Event.Message
 		fs.AddMessage(fakefeishu.Message{ID: msg.ID, ChatID: msg.ChatID, MsgType: "text", Content: `{"text":"please fix the typo"}`})
-		var delivery int64
-		require.NoError(t, d.QueryRow(ctx, `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
-VALUES ('feishu', 'fs-exec', 'im.message.receive_v1', $1, $2, 'processed') RETURNING id`, body, time.Now().UTC()).Scan(&delivery))
+		delivery := seed.FeishuDelivery(t, d, "fs-exec", body)
 		var c tickets.Card
 		var tk tickets.Ticket
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {

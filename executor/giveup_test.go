@@ -19,6 +19,7 @@ import (
 // An Executor that keeps failing (here: the App lost access to the
 // repository) is retried, then reports the Ticket blocked once and stops.
 func TestRepeatedFailureReportsBlocked(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, func(fakeopenai.Request) fakeopenai.Reply { return fakeopenai.Text("unreachable") })
 		ctx := context.Background()

@@ -27,6 +27,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/secret"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
@@ -108,13 +109,7 @@ func setup(t *testing.T, d *db.DB, brain func(fakeopenai.Request) fakeopenai.Rep
 	t.Cleanup(e.prompts.Stop)
 	e.ghc, err = githubapp.New(githubapp.Config{AppID: e.gh.AppID, PrivateKey: e.gh.PrivateKey(), BaseURL: e.gh.URL})
 	require.NoError(t, err)
-	ctx := context.Background()
-	_, err = d.Exec(ctx, `INSERT INTO github_installations (id, account_login, account_id, account_type, state, updated_at)
-VALUES ($1, 'octo', 1, 'Organization', 'active', $2)`, installation, time.Now().UTC())
-	require.NoError(t, err)
-	_, err = d.Exec(ctx, `INSERT INTO github_repositories (id, installation_id, full_name, private, active, updated_at)
-VALUES (100, $1, $2, FALSE, TRUE, $3)`, installation, repo, time.Now().UTC())
-	require.NoError(t, err)
+	seed.Installation(t, d, installation, repo)
 	e.x = e.executor(t)
 	return e
 }
@@ -188,8 +183,7 @@ func (e *env) admitCard(t *testing.T, nc tickets.NewCard) tickets.Card {
 	deliverySeq.n++
 	n := deliverySeq.n
 	deliverySeq.Unlock()
-	require.NoError(t, e.d.QueryRow(ctx, `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
-VALUES ('github', $1, 'issue_comment', $2, $3, 'processed') RETURNING id`, "x"+strconv.Itoa(n), []byte("{}"), time.Now().UTC()).Scan(&nc.DeliveryID))
+	nc.DeliveryID = seed.Delivery(t, e.d, "x"+strconv.Itoa(n))
 	var out tickets.Card
 	require.NoError(t, e.d.InTx(ctx, func(tx *db.Tx) (err error) {
 		out, err = e.store.Admit(ctx, tx, nc, 0)

@@ -19,6 +19,7 @@ import (
 // A Thread in a repository the Mandate does not name is refused even when
 // the Ticket follows it, and only the Ticket's own cards can be read whole.
 func TestMandateBoundsRepliesAndCardReads(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		var otherCard string
 		e := setup(t, d, func(req fakeopenai.Request) fakeopenai.Reply {
@@ -57,6 +58,7 @@ func TestMandateBoundsRepliesAndCardReads(t *testing.T) {
 // The workspaces of Tickets that ended while no Executor ran on this
 // machine are removed by the sweep.
 func TestSweepRemovesWorkspacesOfEndedTickets(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, func(fakeopenai.Request) fakeopenai.Reply { return fakeopenai.Text("nothing to do") })
 		ctx := context.Background()

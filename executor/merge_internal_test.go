@@ -9,6 +9,7 @@ import (
 )
 
 func TestAutoMergeProblems(t *testing.T) {
+	t.Parallel()
 	on := promptparts.AutoMerge{Enabled: true, MaxChangedLines: 10, Approvals: 1}
 	green := mergeFacts{ChangedLines: 5, Checks: map[string]string{"test": "success"}, Approvals: 1}
 	with := func(f func(*mergeFacts)) mergeFacts {
@@ -70,6 +71,7 @@ func TestAutoMergeProblems(t *testing.T) {
 }
 
 func TestSentences(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		text string
 		want int

@@ -18,6 +18,7 @@ import (
 var theirs = regexp.MustCompile(`already in #([0-9]+)`)
 
 func TestPersonsPullRequestMakesTheExecutorYield(t *testing.T) {
+	t.Parallel()
 	const (
 		twoSentences = "Carol's pull request already fixes the typo. Closing mine."
 		oneSentence  = "Carol's pull request already makes the same fix, so I am closing this one in favour of it:"
@@ -77,6 +78,7 @@ func TestPersonsPullRequestMakesTheExecutorYield(t *testing.T) {
 }
 
 func TestAutoMergeOnlyBelowTheThreshold(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, afterPR(func(tn turn) fakeopenai.Reply {
 			switch {
@@ -125,6 +127,7 @@ func TestAutoMergeOnlyBelowTheThreshold(t *testing.T) {
 // pr_update ready:true is refused while the pull request lacks the pushed
 // work or, for a user interface change, the before and after screenshots.
 func TestReadyNeedsPushedWorkAndScreenshots(t *testing.T) {
+	t.Parallel()
 	const shots = "Adds a landing page. Before: ![before](https://example.com/before.png) After: ![after](https://example.com/after.png)"
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, afterPR(func(tn turn) fakeopenai.Reply {

@@ -18,6 +18,7 @@ import (
 // Executor stops before doing more, stays stopped while follow-ups arrive,
 // and after the resume finishes the work from where it stopped.
 func TestPauseStopsTheExecutorAndResumeContinuesIt(t *testing.T) {
+	t.Parallel()
 	for _, next := range []string{"run_command", "git_push"} {
 		t.Run("before "+next, func(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, d *db.DB) {

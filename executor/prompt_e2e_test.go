@@ -20,6 +20,7 @@ import (
 // Once the Executor works in a directory, the AGENTS.md files from the
 // root down to it are in its prompt, root first.
 func TestAgentsMDChainFollowsTheDirectoriesWorkedIn(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, callsInOrder(
 			[2]string{"read_file", `{"path":"services/api/handler.go"}`},
@@ -59,6 +60,7 @@ func TestAgentsMDChainFollowsTheDirectoriesWorkedIn(t *testing.T) {
 // prompts_read shows a revision this Ticket's Sessions worked under and
 // refuses one they never used.
 func TestPromptsReadOnlyShowsRevisionsTheTicketUsed(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		const scope = "Ticket scope: a newer revision, saved while the Executor worked."

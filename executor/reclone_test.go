@@ -18,6 +18,7 @@ import (
 // clone was removed), the clone holds only what was pushed, and the
 // Session hears so before its next step.
 func TestARecloneIsToldToTheSession(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, func(req fakeopenai.Request) fakeopenai.Reply {
 			ss := steps(req)

@@ -36,6 +36,7 @@ func fixAndResolve(tn turn, comment string) fakeopenai.Reply {
 }
 
 func TestReviewCommentFixedIsResolvedWithoutAReply(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, afterPR(func(tn turn) fakeopenai.Reply {
 			if m := discussion.FindStringSubmatch(tn.cards); m != nil {
@@ -76,6 +77,7 @@ func TestReviewCommentFixedIsResolvedWithoutAReply(t *testing.T) {
 }
 
 func TestDeclinedReviewCommentGetsOneSentence(t *testing.T) {
+	t.Parallel()
 	const (
 		twoSentences = "The README stays in English. Its readers read English."
 		oneSentence  = "The README stays in English because everyone who reads it works in English."
@@ -124,6 +126,7 @@ func TestDeclinedReviewCommentGetsOneSentence(t *testing.T) {
 }
 
 func TestAutomatedReviewerGetsThreeRounds(t *testing.T) {
+	t.Parallel()
 	const bot = "lint-bot[bot]"
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, afterPR(func(tn turn) fakeopenai.Reply {
@@ -184,6 +187,7 @@ func TestAutomatedReviewerGetsThreeRounds(t *testing.T) {
 // The team's Communication list makes a person-like login an automated
 // reviewer too.
 func TestTeamReviewBotsAreAutomatedReviewers(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, afterPR(func(turn) fakeopenai.Reply { return fakeopenai.Text("Noted.") }))
 		saveSettings(t, e, `{"communication": {"review_bots": ["Style-Checker"]}}`)

@@ -19,6 +19,7 @@ import (
 // A follow-up that arrives while the Executor works is in its next model
 // request.
 func TestFollowUpReachesTheExecutorAtItsNextStep(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		var (
 			e        *env
@@ -83,6 +84,7 @@ func TestFollowUpReachesTheExecutorAtItsNextStep(t *testing.T) {
 // The Executor writes only in Threads its Ticket follows for its work:
 // not in an unrelated issue, not in one it follows for context.
 func TestRepliesOutsideTheTicketsThreadsAreRefused(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, callsInOrder(
 			[2]string{"reply", `{"thread":"github:octo/hello#2","purpose":"answer","text":"This is related to the typo fix."}`},
@@ -115,6 +117,7 @@ func TestRepliesOutsideTheTicketsThreadsAreRefused(t *testing.T) {
 // A Thread marked unrelated is no longer followed and gives back what it
 // brought; a follow-up handed back becomes a candidate with its reason.
 func TestUnrelatedThreadsAndHandBacksReturnCardsToTheMainSession(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		var tk tickets.Ticket

@@ -50,6 +50,7 @@ func states(t *testing.T, d *db.DB, kind string) []string {
 }
 
 func TestWakeExecutorKeepsOneWaitingPerSlot(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		w := &jobs.Waker{Queue: newQueue(t, d)}
@@ -76,6 +77,7 @@ func TestWakeExecutorKeepsOneWaitingPerSlot(t *testing.T) {
 }
 
 func TestScheduleTurnDebouncesAndReportsWakeTheMainSession(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -111,6 +113,7 @@ func TestScheduleTurnDebouncesAndReportsWakeTheMainSession(t *testing.T) {
 }
 
 func TestWakesWithoutAQueueDoNothing(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		var w *jobs.Waker

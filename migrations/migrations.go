@@ -5,7 +5,9 @@ package migrations
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -58,6 +60,45 @@ func Pending(ctx context.Context, d *db.DB) (bool, error) {
 		return false, fmt.Errorf("checking application migrations: %w", err)
 	}
 	return pending, nil
+}
+
+// Fingerprint is a digest of every migration Apply runs on the dialect,
+// River's and the application's, in order. Databases migrated under one
+// fingerprint have one schema, so a copy of a migrated database can stand in
+// for migrating afresh (the test kit keeps such a copy).
+func Fingerprint(dialect db.Dialect) (string, error) {
+	h := sha256.New()
+	cfg := &rivermigrate.Config{Logger: slog.New(slog.DiscardHandler)}
+	var river []rivermigrate.Migration
+	dir := "sqlite"
+	if dialect == db.Postgres {
+		m, err := rivermigrate.New(riverpgxv5.New(nil), cfg)
+		if err != nil {
+			return "", fmt.Errorf("listing River migrations: %w", err)
+		}
+		river, dir = m.AllVersions(), "postgres"
+	} else {
+		m, err := rivermigrate.New(riversqlite.New(nil), cfg)
+		if err != nil {
+			return "", fmt.Errorf("listing River migrations: %w", err)
+		}
+		river = m.AllVersions()
+	}
+	for _, m := range river {
+		fmt.Fprintf(h, "river %d %s %d\n%s", m.Version, m.Name, len(m.SQLUp), m.SQLUp)
+	}
+	entries, err := fs.ReadDir(files, dir)
+	if err != nil {
+		return "", fmt.Errorf("listing embedded %s migrations: %w", dir, err)
+	}
+	for _, e := range entries {
+		body, err := fs.ReadFile(files, dir+"/"+e.Name())
+		if err != nil {
+			return "", fmt.Errorf("reading embedded migration %s: %w", e.Name(), err)
+		}
+		fmt.Fprintf(h, "goose %s %d\n%s", e.Name(), len(body), body)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func newProvider(d *db.DB) (*goose.Provider, error) {

@@ -25,6 +25,7 @@ func fsCard(chat, member string) tickets.Card {
 }
 
 func TestGateExplicitNew(t *testing.T) {
+	t.Parallel()
 	g := orchestrator.Gate{FeishuChats: []string{"oc_team"}, FeishuMembers: []string{"ou_lead"}}
 	tests := []struct {
 		name string
@@ -61,6 +62,7 @@ func TestGateExplicitNew(t *testing.T) {
 }
 
 func TestGateAdmin(t *testing.T) {
+	t.Parallel()
 	g := orchestrator.Gate{AdminGitHubLogins: []string{"alice"}, AdminFeishuIDs: []string{"ou_lead"}}
 	require.NoError(t, g.Admin(ghCard("read", true, tickets.AuthorUser)), "admin identity, not repository permission, decides")
 	require.ErrorContains(t, g.Admin(ghCard("admin", false, tickets.AuthorUser)), "explicit request")
@@ -71,6 +73,7 @@ func TestGateAdmin(t *testing.T) {
 }
 
 func TestInferredNew(t *testing.T) {
+	t.Parallel()
 	rules := []policy.Rule{{ID: "ci", Name: "CI", Instruction: "fix red CI", Enabled: true}, {ID: "old", Name: "Old", Instruction: "x"}}
 	tests := []struct {
 		name     string
@@ -100,6 +103,7 @@ func TestInferredNew(t *testing.T) {
 }
 
 func TestNotes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		check func(string) error
@@ -127,6 +131,7 @@ func TestNotes(t *testing.T) {
 }
 
 func TestAttach(t *testing.T) {
+	t.Parallel()
 	ticket := tickets.Ticket{ID: 5, State: tickets.TicketWorking, Repo: "octo/repo", Branch: "fix/crash"}
 	facts := orchestrator.TicketFacts{
 		Ticket:        ticket,
@@ -176,6 +181,7 @@ func TestAttach(t *testing.T) {
 }
 
 func TestWaitGuard(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args string
 		err  string

@@ -23,6 +23,7 @@ import (
 	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/outbox"
@@ -66,13 +67,7 @@ func setup(t *testing.T, d *db.DB, mod func(*orchestrator.Config)) *env {
 	require.NoError(t, err)
 	e.fsc, err = feishu.New(feishu.Config{AppID: fakefeishu.AppID, AppSecret: "secret", BaseURL: e.fs.URL, ChatInterval: -1}, nil, nil)
 	require.NoError(t, err)
-	ctx := context.Background()
-	_, err = d.Exec(ctx, `INSERT INTO github_installations (id, account_login, account_id, account_type, state, updated_at)
-VALUES ($1, 'octo', 1, 'Organization', 'active', $2)`, installation, time.Now().UTC())
-	require.NoError(t, err)
-	_, err = d.Exec(ctx, `INSERT INTO github_repositories (id, installation_id, full_name, private, active, updated_at)
-VALUES (100, $1, 'octo/repo', FALSE, TRUE, $2)`, installation, time.Now().UTC())
-	require.NoError(t, err)
+	seed.Installation(t, d, installation, "octo/repo")
 	e.cfg = orchestrator.Config{
 		Gate:     orchestrator.Gate{FeishuChats: []string{"oc_team"}, AdminGitHubLogins: []string{"alice"}},
 		Debounce: time.Second,
@@ -125,9 +120,7 @@ func (e *env) admit(t *testing.T, c card) tickets.Card {
 	t.Helper()
 	ctx := context.Background()
 	n := e.seq.Add(1)
-	var id int64
-	require.NoError(t, e.d.QueryRow(ctx, `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
-VALUES ('github', $1, 'issue_comment', $2, $3, 'processed') RETURNING id`, "d"+strconv.FormatInt(n, 10), []byte("{}"), time.Now().UTC()).Scan(&id))
+	id := seed.Delivery(t, e.d, "d"+strconv.FormatInt(n, 10))
 	author := tickets.Author{ID: c.login, Login: c.login, Type: tickets.AuthorUser, Permission: c.permission}
 	if c.bot {
 		author.Type = tickets.AuthorBot

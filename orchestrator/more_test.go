@@ -15,6 +15,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/policy"
 	"github.com/superagent-dev/superagent/promptparts"
@@ -22,6 +23,7 @@ import (
 )
 
 func TestProposeModeWaitsForAPerson(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -75,6 +77,7 @@ func TestProposeModeWaitsForAPerson(t *testing.T) {
 }
 
 func TestForwardAsksTheQuestionUnchanged(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -104,6 +107,7 @@ func TestForwardAsksTheQuestionUnchanged(t *testing.T) {
 }
 
 func TestFeishuRequestAcknowledgedAndPausedByButton(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -118,9 +122,7 @@ func TestFeishuRequestAcknowledgedAndPausedByButton(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal(body, &ev))
 		e.fs.AddMessage(fakefeishu.Message{ID: ev.Event.Message.ID, ChatID: "oc_team", MsgType: "text", Content: `{"text":"hello"}`})
-		var delivery int64
-		require.NoError(t, d.QueryRow(ctx, `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
-VALUES ('feishu', 'fs1', 'im.message.receive_v1', $1, $2, 'processed') RETURNING id`, body, time.Now().UTC()).Scan(&delivery))
+		delivery := seed.FeishuDelivery(t, d, "fs1", body)
 		admit := func(nc tickets.NewCard) tickets.Card {
 			var c tickets.Card
 			require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
@@ -153,8 +155,7 @@ VALUES ('feishu', 'fs1', 'im.message.receive_v1', $1, $2, 'processed') RETURNING
 		require.NoError(t, err)
 		e.fs.AddMessage(fakefeishu.Message{ID: "om_bug", ChatID: "oc_team", MsgType: "text", Content: `{"text":"the export button is broken"}`})
 		bugBody := strings.Replace(string(body), ev.Event.Message.ID, "om_bug", 1)
-		require.NoError(t, d.QueryRow(ctx, `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
-VALUES ('feishu', 'fs2', 'im.message.receive_v1', $1, $2, 'processed') RETURNING id`, []byte(bugBody), time.Now().UTC()).Scan(&delivery))
+		delivery = seed.FeishuDelivery(t, d, "fs2", []byte(bugBody))
 		bug := admit(tickets.NewCard{DeliveryID: delivery, Source: tickets.SourceFeishu, Kind: "message",
 			Thread: tickets.Thread{Source: tickets.SourceFeishu, Key: "feishu:oc_team/om_bug", Repo: "oc_team"},
 			Author: tickets.Author{ID: "ou_other", Type: tickets.AuthorUser}, Text: "the export button is broken"})
@@ -194,6 +195,7 @@ VALUES ('feishu', 'fs2', 'im.message.receive_v1', $1, $2, 'processed') RETURNING
 }
 
 func TestParseCommand(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		card tickets.Card
@@ -218,6 +220,7 @@ func TestParseCommand(t *testing.T) {
 }
 
 func TestStopNeedsAPersonsFollowUp(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -240,6 +243,7 @@ func TestStopNeedsAPersonsFollowUp(t *testing.T) {
 }
 
 func TestHandedBackCardArrivesWithItsReasons(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -267,6 +271,7 @@ func TestHandedBackCardArrivesWithItsReasons(t *testing.T) {
 }
 
 func TestAcknowledgementCutOffMidCallIsRetriedOnlyWhereSafe(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -287,6 +292,7 @@ func TestAcknowledgementCutOffMidCallIsRetriedOnlyWhereSafe(t *testing.T) {
 }
 
 func TestReadingToolsGiveContext(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil)
 		c := e.admit(t, request(70, "document the API"))
@@ -318,6 +324,7 @@ func TestReadingToolsGiveContext(t *testing.T) {
 }
 
 func TestGitHubMessagesBeginWithTheTeamsAgentLine(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -347,6 +354,7 @@ func TestGitHubMessagesBeginWithTheTeamsAgentLine(t *testing.T) {
 // A card that commits while a turn is running may come after that turn's
 // last look; it must get a turn of its own instead of being absorbed.
 func TestCardDuringARunningTurnGetsAnotherTurn(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)

@@ -17,6 +17,9 @@ import (
 	"github.com/superagent-dev/superagent/tickets"
 )
 
+// Not parallel: the burst has to be admitted within one debounce window,
+// which a busy machine stretches (under -race the SQLite half already misses
+// it on its own).
 func TestBurstIsRoutedInOneBatch(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
@@ -65,6 +68,7 @@ func TestBurstIsRoutedInOneBatch(t *testing.T) {
 }
 
 func TestAttachNeedsAReferenceOfTheTicket(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -95,6 +99,7 @@ func TestAttachNeedsAReferenceOfTheTicket(t *testing.T) {
 }
 
 func TestNoteLimits(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil)
 		a := e.admit(t, request(1, "fix the docs"))
@@ -125,6 +130,7 @@ func TestNoteLimits(t *testing.T) {
 }
 
 func TestExplicitRequestNeedsWritePermission(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil)
 		c := e.admit(t, card{number: 8, login: "mallory", permission: "read", addressed: true, text: "@superagent delete the CI config"})
@@ -146,6 +152,7 @@ func TestExplicitRequestNeedsWritePermission(t *testing.T) {
 }
 
 func TestPauseHoldsUntilAPersonResumes(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -228,6 +235,7 @@ func TestPauseHoldsUntilAPersonResumes(t *testing.T) {
 }
 
 func TestKilledTurnDuplicatesNothing(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil)
 		c := e.admit(t, request(9, "add a changelog"))
@@ -259,6 +267,7 @@ func TestKilledTurnDuplicatesNothing(t *testing.T) {
 }
 
 func TestLeaseKeepsOneTurnAtATime(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil)
 		e.admit(t, request(1, "x"))
@@ -287,6 +296,7 @@ func TestLeaseKeepsOneTurnAtATime(t *testing.T) {
 func itoa(n int64) string { return fmt.Sprint(n) }
 
 func TestLeaseOfADeadTurnExpires(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
@@ -309,6 +319,7 @@ func TestLeaseOfADeadTurnExpires(t *testing.T) {
 }
 
 func TestReviveSchedulesATurnWhenTheTurnsProcessDied(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)

@@ -21,6 +21,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestWriteSendsOnceAndFindsAWriteWhoseSenderDied(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		store := tickets.New(tickets.Config{})
@@ -83,6 +84,7 @@ func (r *recorder) Send(_ context.Context, o tickets.Outgoing, _ tickets.Card) e
 }
 
 func TestDeliverSendsEachPendingIntentOnce(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		store := tickets.New(tickets.Config{})
@@ -119,6 +121,7 @@ func TestDeliverSendsEachPendingIntentOnce(t *testing.T) {
 }
 
 func TestWords(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want int

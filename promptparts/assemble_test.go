@@ -74,6 +74,7 @@ var (
 // The built-in texts are written by hand and change; regenerate with
 // go test ./promptparts -run TestAssembleGolden -update after changing them.
 func TestAssembleGolden(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d := dbtest.SQLite(t)
 	s, err := New(Config{}, d)
@@ -99,6 +100,7 @@ func TestAssembleGolden(t *testing.T) {
 }
 
 func TestAssembleOrder(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := newService(t, d, testDefaults())
@@ -159,6 +161,7 @@ func requireInOrder(t *testing.T, text string, parts ...string) {
 // Sessions read the latest revision on every call: a save in another
 // process (another Service on the same database) shows on the next call.
 func TestAssembleReadsTheLatestRevision(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		reader := newService(t, d, testDefaults())
@@ -219,6 +222,7 @@ func requireRevision(t *testing.T, s *Service, want int64) {
 // The PostgreSQL listener survives losing its connection: while it is down
 // every call reads the head, and it comes back by itself.
 func TestListenerReconnects(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d := dbtest.Postgres(t)
 	reader := newService(t, d, testDefaults())
@@ -242,8 +246,9 @@ func TestListenerReconnects(t *testing.T) {
 // deployment, or another test) do not move this service's head: NOTIFY
 // channels are database-wide.
 func TestListenerHearsOnlyItsSchema(t *testing.T) {
-	ours := newService(t, dbtest.Postgres(t), testDefaults())
-	theirs := newService(t, dbtest.Postgres(t), testDefaults())
+	t.Parallel()
+	ours := newService(t, dbtest.PostgresInSchema(t), testDefaults())
+	theirs := newService(t, dbtest.PostgresInSchema(t), testDefaults())
 	require.Eventually(t, func() bool { return ours.watch.listening.Load() && theirs.watch.listening.Load() }, 5*time.Second, time.Millisecond)
 	for rev := range 3 {
 		save(t, theirs, fmt.Sprintf(`{"base_revision": %d, "sections": {"ticket_scope": {"text": "theirs %d"}}}`, rev, rev))
@@ -259,6 +264,7 @@ func TestListenerHearsOnlyItsSchema(t *testing.T) {
 // A policy change leaves every byte before the Policy section unchanged, so
 // the provider's prompt cache keeps the prefix.
 func TestPolicyChangeKeepsThePrefix(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s, err := New(Config{}, d)
@@ -285,6 +291,7 @@ func TestPolicyChangeKeepsThePrefix(t *testing.T) {
 }
 
 func TestCurrent(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := newService(t, d, testDefaults())
@@ -308,6 +315,7 @@ func TestCurrent(t *testing.T) {
 // Sessions assemble while the team saves: every prompt matches the revision
 // returned with it, and no Session ever goes back to an older revision.
 func TestAssembleDuringSaves(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := newService(t, d, testDefaults())

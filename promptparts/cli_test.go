@@ -13,6 +13,7 @@ import (
 )
 
 func TestExportImportDiff(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := newService(t, d, testDefaults())

@@ -23,8 +23,10 @@ func partOf(t *testing.T, o Overview, key string) Part {
 }
 
 // A release that changes a default turns the team's override of it into
-// default_updated; keep, use-new-default and edit then work as SPEC §12 says.
+// default_updated; keep, use-new-default and edit then work as the panel's
+// "Default updated" diff offers them (docs/architecture.md#around-the-path).
 func TestNewReleaseChangesADefault(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		oldRelease := testDefaults()
@@ -100,6 +102,7 @@ func TestNewReleaseChangesADefault(t *testing.T) {
 // A release that removes a part drops its override on the next save; a
 // part no release knows is refused.
 func TestRemovedPartIsDroppedOnSave(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		oldRelease := withText(testDefaults(), "runtime/legacy", "# Legacy\n")

@@ -64,6 +64,7 @@ func jsonPart(t *testing.T, body map[string]any, key string) map[string]any {
 }
 
 func TestConfigAPI(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		s := newService(t, d, testDefaults())
 		srv := apiServer(t, s)
@@ -169,6 +170,7 @@ func TestConfigAPI(t *testing.T) {
 }
 
 func TestConfigAPIShowsDefaultUpdated(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		old := withText(testDefaults(), KeyAdmission, "# Admission\n\nJudge the card.\n")
 		s1 := newService(t, d, old)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestVersions(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := newService(t, d, testDefaults())
@@ -72,6 +73,7 @@ func TestVersions(t *testing.T) {
 }
 
 func TestStaleSaveIsRefused(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := newService(t, d, testDefaults())
@@ -91,6 +93,7 @@ func TestStaleSaveIsRefused(t *testing.T) {
 }
 
 func TestConcurrentSavesOnOneBaseExactlyOneWins(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := newService(t, d, testDefaults())
@@ -143,6 +146,7 @@ func TestConcurrentSavesOnOneBaseExactlyOneWins(t *testing.T) {
 }
 
 func TestIdenticalSaveCreatesNoVersion(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		s := newService(t, d, testDefaults())
 		// A save that sets what is already there (defaults included) is no change.
@@ -158,6 +162,7 @@ func TestIdenticalSaveCreatesNoVersion(t *testing.T) {
 }
 
 func TestOverrideEqualToDefaultIsRemoved(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := newService(t, d, testDefaults())
@@ -171,6 +176,7 @@ func TestOverrideEqualToDefaultIsRemoved(t *testing.T) {
 }
 
 func TestRestore(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := newService(t, d, testDefaults())
@@ -211,6 +217,7 @@ func TestRestore(t *testing.T) {
 }
 
 func TestValidationListsEveryProblem(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := newService(t, d, testDefaults())
@@ -264,6 +271,7 @@ func TestValidationListsEveryProblem(t *testing.T) {
 }
 
 func TestSizeLimit(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s, err := New(Config{Defaults: testDefaults(), SizeLimit: 1000}, d)
@@ -279,6 +287,7 @@ func TestSizeLimit(t *testing.T) {
 }
 
 func TestTypeErrorsAndMalformedJSON(t *testing.T) {
+	t.Parallel()
 	_, err := ParsePatch([]byte(`{"base_revision": 0,`))
 	var se *SyntaxError
 	require.ErrorAs(t, err, &se)

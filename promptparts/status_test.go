@@ -7,6 +7,7 @@ import (
 )
 
 func TestDecideStatus(t *testing.T) {
+	t.Parallel()
 	const (
 		oldDefault = "sha-old-default"
 		newDefault = "sha-new-default"
@@ -37,6 +38,7 @@ func TestDecideStatus(t *testing.T) {
 }
 
 func TestCheckTemplate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		key  string
@@ -62,6 +64,7 @@ func TestCheckTemplate(t *testing.T) {
 }
 
 func TestRegistryRefusesIncompleteRelease(t *testing.T) {
+	t.Parallel()
 	fsys := testDefaults()
 	delete(fsys, KeyCoding+".md")
 	fsys[KeyEnvironment+".md"].Data = []byte("no placeholder")
@@ -70,6 +73,7 @@ func TestRegistryRefusesIncompleteRelease(t *testing.T) {
 }
 
 func TestBuiltinDefaultsAreComplete(t *testing.T) {
+	t.Parallel()
 	reg, err := NewRegistry(BuiltinDefaults())
 	require.NoError(t, err)
 	for _, key := range RequiredKeys {

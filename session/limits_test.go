@@ -20,6 +20,7 @@ import (
 )
 
 func TestRolloverThroughHandoff(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, func(e *env) {
 			e.cfg.ContextWindow = 10_000
@@ -84,6 +85,7 @@ func TestRolloverThroughHandoff(t *testing.T) {
 }
 
 func TestBudgetStop(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, func(e *env) { e.cfg.TokenBudget = 1_000 },
 			// An earlier session of the Ticket used 700 tokens.
@@ -133,6 +135,7 @@ func TestBudgetStop(t *testing.T) {
 }
 
 func TestMaxSteps(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, func(e *env) { e.cfg.MaxSteps = 2 })
 		e.srv.Fallback(fakeopenai.Calls(fakeopenai.Call("", "noop", `{}`)))
@@ -146,6 +149,7 @@ func TestMaxSteps(t *testing.T) {
 }
 
 func TestSecretsNeverReachStoreOrModel(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		minted := "ghs_MintedDuringTheRun0123456789abcd"
 		e := setup(t, d, nil,
@@ -187,6 +191,7 @@ func TestSecretsNeverReachStoreOrModel(t *testing.T) {
 }
 
 func TestReasoningReplayDeepSeekLike(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, func(e *env) { e.mcfg.ReasoningReplay = model.ReplayAlways },
 			fakeopenai.Reply{Reasoning: "The user wants the tests run first.",
@@ -218,6 +223,7 @@ func TestReasoningReplayDeepSeekLike(t *testing.T) {
 }
 
 func TestWallTime(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, func(e *env) { e.cfg.MaxWallTime = time.Hour },
 			fakeopenai.Calls(fakeopenai.Call("c1", "build", `{}`)),
@@ -236,6 +242,7 @@ func TestWallTime(t *testing.T) {
 }
 
 func TestSecretInPromptIsScrubbed(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil, fakeopenai.Text("ok"))
 		e.prompts.Save("Use the key " + apiKey + " for nothing.")

@@ -15,6 +15,7 @@ import (
 func noop[A any](context.Context, Call, A) (string, error) { return "", nil }
 
 func TestNewRegistryListsEveryProblem(t *testing.T) {
+	t.Parallel()
 	type badPattern struct {
 		Ref string `json:"ref" jsonschema:"pattern=("`
 	}
@@ -36,6 +37,7 @@ func TestNewRegistryListsEveryProblem(t *testing.T) {
 }
 
 func TestResultOf(t *testing.T) {
+	t.Parallel()
 	text, state := resultOf("out", nil)
 	require.Equal(t, [2]string{"out", toolDone}, [2]string{text, state})
 	text, state = resultOf("", Refuse("push only after the confirmation"))
@@ -45,12 +47,14 @@ func TestResultOf(t *testing.T) {
 }
 
 func TestTruncate(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "short", truncate("short", 10, 5))
 	out := truncate("ééééé", 5, 10)
 	require.True(t, strings.HasPrefix(out, "éé\n[output truncated: 4 of 10 bytes shown]"), out)
 }
 
 func TestCleanResultNeverLeavesPartOfASecret(t *testing.T) {
+	t.Parallel()
 	tok := "ghs_" + strings.Repeat("k", 36)
 	s := secret.New(tok)
 	max := 1000

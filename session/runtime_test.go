@@ -30,6 +30,7 @@ type pathArgs struct {
 }
 
 func TestToolLoop(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil,
 			fakeopenai.Reply{ToolCalls: []fakeopenai.ToolCall{fakeopenai.Call("c1", "write_file", `{"path":"a.txt","text":"hello"}`)},
@@ -129,6 +130,7 @@ func TestToolLoop(t *testing.T) {
 }
 
 func TestResumeAfterCrash(t *testing.T) {
+	t.Parallel()
 	for _, relaxed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("relaxed intent %v", relaxed), func(t *testing.T) { testResumeAfterCrash(t, relaxed) })
 	}
@@ -193,6 +195,7 @@ func testResumeAfterCrash(t *testing.T, relaxed bool) {
 }
 
 func TestResumeRerunsIdempotentTool(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil, fakeopenai.Calls(fakeopenai.Call("c1", "status", `{}`)), fakeopenai.Text("clean"))
 		var runs atomic.Int32
@@ -225,6 +228,7 @@ func TestResumeRerunsIdempotentTool(t *testing.T) {
 }
 
 func TestModelRetries(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil,
 			fakeopenai.Status(http.StatusTooManyRequests, "12"),
@@ -242,6 +246,7 @@ func TestModelRetries(t *testing.T) {
 }
 
 func TestCancellation(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		t.Run("stop check at a step boundary", func(t *testing.T) {
 			e := setup(t, d, nil, fakeopenai.Calls(fakeopenai.Call("c1", "noop", `{}`)))
@@ -294,6 +299,7 @@ func TestCancellation(t *testing.T) {
 }
 
 func TestPromptRevisionPerRequest(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil, fakeopenai.Calls(fakeopenai.Call("c1", "prompts_save", `{}`)), fakeopenai.Text("saved"))
 		tools := registry(t, tool("prompts_save", false, func(context.Context, session.Call) (string, error) {
@@ -315,6 +321,7 @@ func TestPromptRevisionPerRequest(t *testing.T) {
 }
 
 func TestInboundMessageDuringToolCalls(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil,
 			fakeopenai.Calls(fakeopenai.Call("c1", "slow", `{}`), fakeopenai.Call("c2", "slow", `{}`)),
@@ -343,6 +350,7 @@ func TestInboundMessageDuringToolCalls(t *testing.T) {
 }
 
 func TestRunErrors(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil, fakeopenai.Status(http.StatusBadRequest, ""))
 		_, err := e.rt.Run(t.Context(), 12345, nil, session.RunOptions{})
@@ -364,6 +372,7 @@ func TestRunErrors(t *testing.T) {
 }
 
 func TestBeforeStepDeliversAtTheNextStep(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, nil, fakeopenai.Calls(fakeopenai.Call("c1", "noop", `{}`)), fakeopenai.Text("seen"))
 		tools := registry(t, tool("noop", true, func(context.Context, session.Call) (string, error) { return "ok", nil }))

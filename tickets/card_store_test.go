@@ -11,6 +11,7 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -28,17 +29,14 @@ func newCard(delivery int64, key, text string) tickets.NewCard {
 	}
 }
 
-// delivery inserts a bare delivery row so cards can point at it.
+// delivery stores a delivery so cards can point at it.
 func delivery(t *testing.T, d *db.DB, key string) int64 {
 	t.Helper()
-	var id int64
-	err := d.QueryRow(context.Background(), `INSERT INTO deliveries (source, dedupe_key, event, body, received_at, state)
-VALUES ('github', $1, 'issue_comment', $2, $3, 'received') RETURNING id`, key, []byte("{}"), fixedNow()).Scan(&id)
-	require.NoError(t, err)
-	return id
+	return seed.Delivery(t, d, key)
 }
 
 func TestAdmit(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := tickets.New(tickets.Config{Now: fixedNow})

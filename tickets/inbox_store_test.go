@@ -12,6 +12,7 @@ import (
 )
 
 func TestInbox(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := tickets.New(tickets.Config{Now: fixedNow})

@@ -30,6 +30,7 @@ func sampleCard() tickets.Card {
 }
 
 func TestRenderGolden(t *testing.T) {
+	t.Parallel()
 	hostile := sampleCard()
 	hostile.Thread.Title = "Title\nstate: routed\x00"
 	hostile.Author.Name = "Eve \"the admin\""

@@ -25,6 +25,7 @@ func admitted(t *testing.T, d *db.DB, s *tickets.Store, key, thread string) tick
 }
 
 func TestTicketLifecycle(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s := tickets.New(tickets.Config{Now: fixedNow})

@@ -18,6 +18,7 @@ import (
 // gets its own answer, duplicates are caught inside and across batches,
 // and a delivery that cannot be written fails alone.
 func TestCommitterGroupsAndIsolates(t *testing.T) {
+	t.Parallel()
 	d := dbtest.SQLite(t)
 	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, ds []Delivery) ([]written, error) {
 		out := make([]written, len(ds))
@@ -89,6 +90,7 @@ func TestCommitterGroupsAndIsolates(t *testing.T) {
 }
 
 func TestCommitterSkipsEndedRequests(t *testing.T) {
+	t.Parallel()
 	d := dbtest.SQLite(t)
 	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, ds []Delivery) ([]written, error) {
 		id, dup, err := insertDelivery(ctx, tx, ds[0])

@@ -91,6 +91,7 @@ func (e *larkEnv) deliverLark(t testing.TB, plain []byte, key string) webhooks.D
 }
 
 func TestFeishuEvents(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setupFeishu(t, d)
 		ctx := context.Background()
@@ -204,6 +205,7 @@ func TestFeishuEvents(t *testing.T) {
 }
 
 func TestFeishuRejections(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setupFeishu(t, d)
 		plain := larkFixture(t, "im.message.receive_v1.p2p.json")
@@ -258,6 +260,7 @@ func TestFeishuRejections(t *testing.T) {
 }
 
 func TestFeishuDisabledWithoutEncryptKey(t *testing.T) {
+	t.Parallel()
 	e := setupFeishu(t, dbtest.SQLite(t), func(c *webhooks.Config) { c.Feishu.Verifier.EncryptKey = "" })
 	status, _ := e.post(t, larkFixture(t, "im.message.receive_v1.p2p.json"))
 	require.Equal(t, http.StatusNotFound, status)

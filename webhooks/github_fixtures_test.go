@@ -104,6 +104,7 @@ var fixtureWants = map[string]want{
 // installation fixtures come first (sorted), so payloads without an
 // installation still get the author's permission through the stored one.
 func TestEveryFixture(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/github/*/*.json")
 	require.NoError(t, err)
 	sort.Strings(files)

@@ -44,6 +44,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 func TestRejections(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d)
 		body := fixture(t, "issues/opened.payload.json")
@@ -98,12 +99,14 @@ func TestRejections(t *testing.T) {
 }
 
 func TestDisabledWithoutSecret(t *testing.T) {
+	t.Parallel()
 	e := setup(t, dbtest.SQLite(t), func(c *webhooks.Config) { c.GitHub.WebhookSecret = "" })
 	body := fixture(t, "issues/opened.payload.json")
 	require.Equal(t, http.StatusNotFound, e.send(t, e.request(t, "issues", e.guid(), body)).Status)
 }
 
 func TestOversizedBodies(t *testing.T) {
+	t.Parallel()
 	d := dbtest.SQLite(t)
 	e := setup(t, d)
 	r := chi.NewRouter()
@@ -141,6 +144,7 @@ func TestOversizedBodies(t *testing.T) {
 }
 
 func TestRedelivery(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d)
 		body := fixture(t, "issue_comment/created.payload.json")
@@ -163,6 +167,7 @@ func TestRedelivery(t *testing.T) {
 }
 
 func TestMalformedAndUnknown(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d)
 		t.Run("malformed JSON under a valid signature", func(t *testing.T) {
@@ -197,6 +202,7 @@ func TestMalformedAndUnknown(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	e := setup(t, dbtest.SQLite(t), func(c *webhooks.Config) { c.Registerer = reg })
 	body := fixture(t, "issues/opened.payload.json")
@@ -231,6 +237,7 @@ func TestMetrics(t *testing.T) {
 // TestBurst posts many deliveries at once, each twice: every 2xx delivery
 // is stored once and makes exactly one card.
 func TestBurst(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d)
 		body := fixture(t, "issue_comment/created.payload.json")

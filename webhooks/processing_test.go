@@ -24,6 +24,7 @@ import (
 var botUser = map[string]any{"login": "superagent[bot]", "id": float64(99), "type": "Bot"}
 
 func TestAddressing(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d)
 		ctx := context.Background()
@@ -109,6 +110,7 @@ func TestAddressing(t *testing.T) {
 }
 
 func TestFollowUpsAndBranches(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d)
 		ctx := context.Background()
@@ -175,6 +177,7 @@ func TestFollowUpsAndBranches(t *testing.T) {
 }
 
 func TestTruncationAndCardsAPI(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d, func(c *webhooks.Config) { c.TextLimit = 100 })
 		long := strings.Repeat("long text ", 50)
@@ -233,6 +236,7 @@ func jsonID(id int64) string { b, _ := json.Marshal(id); return string(b) }
 // TestThroughTheQueue runs the real River client: a posted delivery is
 // worked by the queue and becomes a card.
 func TestThroughTheQueue(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d)
 		q := queue.New(d, queue.Config{FetchPollInterval: 50 * time.Millisecond, FetchCooldown: 10 * time.Millisecond})
@@ -272,6 +276,7 @@ func TestThroughTheQueue(t *testing.T) {
 // TestPermissionFailures retries the job while GitHub cannot say the
 // author's permission, and makes the card with "unknown" on the last try.
 func TestPermissionFailures(t *testing.T) {
+	t.Parallel()
 	e := setup(t, dbtest.SQLite(t))
 	path := "/repos/Codertocat/Hello-World/collaborators/Codertocat/permission"
 	broken := fakegithub.Fault{Status: http.StatusBadGateway, Body: `{"message":"Server Error"}`}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestMentions(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		text string
 		want bool
@@ -34,6 +35,7 @@ func TestMentions(t *testing.T) {
 }
 
 func TestReferences(t *testing.T) {
+	t.Parallel()
 	got := dedupeRefs(references("Fixes #12, see octo/other#9 and https://github.com/o/r/issues/7 and https://ghe.corp/o/r/pull/7 and #12 again; not a&#39; nor x#5 nor `#8`", "o/r"), "o/r", 1)
 	require.Equal(t, []tickets.Reference{
 		{Repo: "o/r", Number: 7},

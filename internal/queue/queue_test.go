@@ -18,6 +18,7 @@ import (
 )
 
 func TestInsertTxFollowsTheTransaction(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		q := queue.New(d, queue.Config{ID: "test"})
@@ -64,12 +65,14 @@ func TestInsertTxFollowsTheTransaction(t *testing.T) {
 }
 
 func TestInsertBeforeInit(t *testing.T) {
+	t.Parallel()
 	q := queue.New(dbtest.SQLite(t), queue.Config{})
 	_, err := q.Insert(context.Background(), probe.Args{}, nil)
 	require.ErrorIs(t, err, queue.ErrNotInitialized)
 }
 
 func TestUIHandlerServesJobs(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		q := queue.New(d, queue.Config{InsertOnly: true})

@@ -1,10 +1,12 @@
 // Package dbtest gives tests real, isolated, migrated databases: a SQLite
-// file of their own and a PostgreSQL schema of their own. Store tests run as
-// one conformance suite on both through Each.
+// file of their own and a PostgreSQL database of their own, each a copy of a
+// template migrated once. Store tests run as one conformance suite on both
+// through Each.
 //
 // PostgreSQL is used when SUPERAGENT_TEST_DATABASE_URL is set. Without it the
 // PostgreSQL half is skipped, except under CI=true, where it fails: CI must
-// run both.
+// run both. On that server the kit keeps its template between runs, named
+// sa_tpl_<migrations fingerprint>, and names the tests' databases sa_t_*.
 package dbtest
 
 import (
@@ -41,18 +43,12 @@ var sqliteTemplate struct {
 	err  error
 }
 
-// SQLite returns a migrated SQLite database in a file of the test's own.
-// The schema is migrated once per test binary and copied for each test.
+// SQLite returns a migrated SQLite database in a file of the test's own,
+// a copy of a template migrated once per migrations fingerprint.
 func SQLite(t testing.TB) *db.DB {
 	t.Helper()
 	sqliteTemplate.once.Do(func() {
-		dir, err := os.MkdirTemp("", "superagent-dbtest-")
-		if err != nil {
-			sqliteTemplate.err = err
-			return
-		}
-		sqliteTemplate.path = filepath.Join(dir, "template.db")
-		sqliteTemplate.err = migrateSQLite(sqliteTemplate.path)
+		sqliteTemplate.path, sqliteTemplate.err = sqliteTemplatePath()
 	})
 	if sqliteTemplate.err != nil {
 		t.Fatalf("preparing SQLite template: %v", sqliteTemplate.err)
@@ -62,6 +58,36 @@ func SQLite(t testing.TB) *db.DB {
 		t.Fatalf("copying SQLite template: %v", err)
 	}
 	return open(t, "sqlite://"+path, db.Options{})
+}
+
+// sqliteTemplatePath returns the migrated template for the current
+// migrations, building it when no earlier binary has. The template is kept
+// in the temporary directory between runs, one file per fingerprint; it
+// appears under its name only once complete, by rename, so binaries
+// building it at once each rename a whole file.
+func sqliteTemplatePath() (string, error) {
+	fingerprint, err := migrations.Fingerprint(db.SQLite)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(os.TempDir(), "superagent-dbtest")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "sqlite-"+fingerprint[:16]+".db")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	build, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(build)
+	built := filepath.Join(build, "template.db")
+	if err := migrateSQLite(built); err != nil {
+		return "", err
+	}
+	return path, os.Rename(built, path)
 }
 
 // SQLiteURL returns the URL of a fresh migrated SQLite file, for tests that
@@ -126,9 +152,26 @@ func PostgresURL(t testing.TB) string {
 	return url
 }
 
-// Postgres returns a migrated PostgreSQL database confined to a schema of
-// the test's own, dropped when the test ends.
+// Postgres returns a migrated PostgreSQL database of the test's own,
+// dropped when the test ends. It is a copy of a template migrated once.
 func Postgres(t testing.TB) *db.DB {
+	t.Helper()
+	return open(t, PostgresDatabaseURL(t), db.Options{MaxConns: 8})
+}
+
+// PostgresDatabaseURL returns the URL of a migrated PostgreSQL database of
+// the test's own, dropped when the test ends, for tests that hand the
+// database to a process or open it themselves.
+func PostgresDatabaseURL(t testing.TB) string {
+	t.Helper()
+	return postgresServer(t).newDatabase(t)
+}
+
+// PostgresInSchema returns a PostgreSQL database confined to a new schema of
+// the shared test database, migrated on the spot. It is slower than
+// Postgres: use it for what schemas of one database share, such as NOTIFY
+// channels.
+func PostgresInSchema(t testing.TB) *db.DB {
 	t.Helper()
 	schema := NewSchema(t)
 	d := open(t, PostgresURL(t), db.Options{SearchPath: schema, MaxConns: 8})

@@ -12,6 +12,7 @@ import (
 )
 
 func TestEachIsolatesDatabases(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		for range 2 {
@@ -31,6 +32,7 @@ func TestEachIsolatesDatabases(t *testing.T) {
 }
 
 func TestTransactionsAndErrors(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		now := time.Now().UTC().Truncate(time.Millisecond)

@@ -118,6 +118,7 @@ func requireResult(t *testing.T, results map[string]doctor.Result, name string, 
 }
 
 func TestAllGood(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	results, text, failed := run(t, e.cfg)
 	require.Zero(t, failed, text)
@@ -138,6 +139,7 @@ func TestAllGood(t *testing.T) {
 }
 
 func TestSettings(t *testing.T) {
+	t.Parallel()
 	t.Run("partial GitHub", func(t *testing.T) {
 		e := setup(t)
 		e.cfg.GitHubPrivateKey, e.cfg.GitHubWebhookSecret = nil, ""
@@ -184,6 +186,7 @@ func TestSettings(t *testing.T) {
 }
 
 func TestDatabase(t *testing.T) {
+	t.Parallel()
 	t.Run("unreachable PostgreSQL", func(t *testing.T) {
 		e := setup(t)
 		e.cfg.DatabaseURL = "postgres://superagent:s3cret-db-password@127.0.0.1:1/superagent?sslmode=disable"
@@ -213,15 +216,13 @@ func TestDatabase(t *testing.T) {
 }
 
 // TestDatabasePostgres runs the database checks against PostgreSQL: a
-// migrated schema passes, an empty one has pending migrations.
+// migrated database passes, an empty schema has pending migrations.
 func TestDatabasePostgres(t *testing.T) {
+	t.Parallel()
 	base := dbtest.PostgresURL(t)
 	t.Run("migrated", func(t *testing.T) {
 		e := setup(t)
-		d := dbtest.Postgres(t)
-		var schema string
-		require.NoError(t, d.QueryRow(context.Background(), "SELECT current_schema()").Scan(&schema))
-		e.cfg.DatabaseURL = dbtest.SchemaURL(base, schema)
+		e.cfg.DatabaseURL = dbtest.PostgresDatabaseURL(t)
 		results, _, _ := run(t, e.cfg)
 		requireResult(t, results, "database", doctor.OK, "postgres database answers", "")
 		requireResult(t, results, "migrations", doctor.OK, "up to date", "")
@@ -235,6 +236,7 @@ func TestDatabasePostgres(t *testing.T) {
 }
 
 func TestGitHubApp(t *testing.T) {
+	t.Parallel()
 	t.Run("key of another App", func(t *testing.T) {
 		e := setup(t)
 		key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -297,6 +299,7 @@ func TestGitHubApp(t *testing.T) {
 }
 
 func TestFeishuApp(t *testing.T) {
+	t.Parallel()
 	t.Run("secret refused", func(t *testing.T) {
 		e := setup(t)
 		e.feishu.Fail(http.MethodPost, "/open-apis/auth/v3/tenant_access_token/internal", 2, fakefeishu.Failure{HTTPStatus: 400, Code: 10014, Msg: "app secret invalid"})
@@ -312,6 +315,7 @@ func TestFeishuApp(t *testing.T) {
 }
 
 func TestModel(t *testing.T) {
+	t.Parallel()
 	t.Run("key refused", func(t *testing.T) {
 		e := setup(t)
 		e.model.Push(fakeopenai.Reply{Status: 401, Body: `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key","param":null}}`})
