@@ -24,7 +24,7 @@ func partOf(t *testing.T, o Overview, key string) Part {
 
 // A release that changes a default turns the team's override of it into
 // default_updated; keep, use-new-default and edit then work as the panel's
-// "Default updated" diff offers them (docs/architecture.md#around-the-path).
+// "Default updated" diff offers them (docs/prompts.md#default-updated).
 func TestNewReleaseChangesADefault(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
