@@ -147,3 +147,26 @@ func TestLogsNeverCarryConfiguredSecrets(t *testing.T) {
 	require.NotContains(t, out.String(), "whsec-0123456789abcdef")
 	require.Contains(t, out.String(), "[REDACTED]")
 }
+
+// Help only prints help: every command's -h or --help exits 0 with its
+// usage on stdout, before any configuration is read, and leaves the working
+// directory as it was (no data dir, no database, no token).
+func TestHelpHasNoSideEffects(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range [][]string{
+		{"serve", "--help"}, {"worker", "-h"}, {"migrate", "--help"}, {"doctor", "--help"},
+		{"prompts", "--help"}, {"prompts", "export", "-h"}, {"setup", "--help"}, {"setup", "github", "--help"},
+		{"--help"}, {"help"},
+	} {
+		var stdout, stderr bytes.Buffer
+		// A configuration that would fail to load shows help comes first.
+		code := run(args, envOf(map[string]string{"SUPERAGENT_LOG_LEVEL": "loud"}), &stdout, &stderr)
+		require.Equal(t, 0, code, "%v: %s", args, stderr.String())
+		require.Contains(t, stdout.String(), "Usage:", "%v", args)
+		require.Empty(t, stderr.String(), "%v", args)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "help left files behind")
+}

@@ -48,6 +48,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprint(stdout, usage)
 		return 0
 	case "serve", "worker", "migrate", "prompts", "setup", "doctor":
+		if asksForHelp(args[1:]) {
+			fmt.Fprint(stdout, commandUsage[args[0]])
+			return 0
+		}
 	default:
 		fmt.Fprintf(stderr, "superagent: unknown command %q\n\n%s", args[0], usage)
 		return 2
@@ -79,6 +83,46 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 1
 	}
 	return 0
+}
+
+// commandUsage is each command's help, printed by -h or --help before the
+// command reads its configuration or touches anything.
+var commandUsage = map[string]string{
+	"serve": `Usage:
+  superagent serve
+      run the HTTP server (webhooks, the admin panel, /api, /metrics) and the
+      workers; migrates the database at start
+`,
+	"worker": `Usage:
+  superagent worker
+      run workers only, against the same database as serve; start several to
+      scale out
+`,
+	"migrate": `Usage:
+  superagent migrate
+      apply River's and superagent's database migrations and exit
+`,
+	"doctor": `Usage:
+  superagent doctor
+      check the configuration, the database, GitHub, Feishu, the model
+      endpoint and the sandbox, and say how to fix what is wrong
+`,
+	"prompts": promptsUsage,
+	"setup":   setupUsage,
+}
+
+// asksForHelp reports whether a command's arguments ask for its help: -h,
+// -help or --help anywhere before a "--".
+func asksForHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 func buildVersion() string {
