@@ -91,11 +91,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.Root = abs
 	}
 	cfg.Root = filepath.Clean(cfg.Root)
-	if cfg.MaxBytes < 0 {
-		errs = append(errs, fmt.Errorf("max bytes %d is negative", cfg.MaxBytes))
-	} else if cfg.MaxBytes == 0 {
-		cfg.MaxBytes = defaultMaxBytes
-	}
+	errs = orDefault(&cfg.MaxBytes, defaultMaxBytes, "max bytes", errs)
 	switch cfg.Sandbox {
 	case "":
 		cfg.Sandbox = SandboxBwrap
@@ -109,34 +105,14 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.GitPath == "" {
 		cfg.GitPath = "git"
 	}
-	if cfg.MaxOutputBytes < 0 {
-		errs = append(errs, fmt.Errorf("max output bytes %d is negative", cfg.MaxOutputBytes))
-	} else if cfg.MaxOutputBytes == 0 {
-		cfg.MaxOutputBytes = defaultMaxOutputBytes
-	}
-	if cfg.MaxTimeout < 0 {
-		errs = append(errs, fmt.Errorf("max timeout %s is negative", cfg.MaxTimeout))
-	} else if cfg.MaxTimeout == 0 {
-		cfg.MaxTimeout = defaultMaxTimeout
-	}
+	errs = orDefault(&cfg.MaxOutputBytes, defaultMaxOutputBytes, "max output bytes", errs)
+	errs = orDefault(&cfg.MaxTimeout, defaultMaxTimeout, "max timeout", errs)
 	if cfg.SlirpPath == "" {
 		cfg.SlirpPath = "slirp4netns"
 	}
-	if cfg.CPUSeconds < 0 {
-		errs = append(errs, fmt.Errorf("cpu seconds %d is negative", cfg.CPUSeconds))
-	} else if cfg.CPUSeconds == 0 {
-		cfg.CPUSeconds = defaultCPUSeconds
-	}
-	if cfg.MemoryBytes < 0 {
-		errs = append(errs, fmt.Errorf("memory bytes %d is negative", cfg.MemoryBytes))
-	} else if cfg.MemoryBytes == 0 {
-		cfg.MemoryBytes = defaultMemoryBytes
-	}
-	if cfg.MaxProcesses < 0 {
-		errs = append(errs, fmt.Errorf("max processes %d is negative", cfg.MaxProcesses))
-	} else if cfg.MaxProcesses == 0 {
-		cfg.MaxProcesses = defaultMaxProcesses
-	}
+	errs = orDefault(&cfg.CPUSeconds, defaultCPUSeconds, "cpu seconds", errs)
+	errs = orDefault(&cfg.MemoryBytes, defaultMemoryBytes, "memory bytes", errs)
+	errs = orDefault(&cfg.MaxProcesses, defaultMaxProcesses, "max processes", errs)
 	extra := make([]string, 0, len(cfg.ExtraReadOnly))
 	for _, p := range cfg.ExtraReadOnly {
 		if !filepath.IsAbs(p) {
@@ -159,6 +135,18 @@ func (cfg Config) withDefaults() (Config, error) {
 		return Config{}, fmt.Errorf("invalid workspace config: %w", err)
 	}
 	return cfg, nil
+}
+
+// orDefault sets a zero *v to def and adds an error to errs when *v is
+// negative: the rule every size, count and time limit of Config follows.
+func orDefault[T int | int64 | time.Duration](v *T, def T, what string, errs []error) []error {
+	switch {
+	case *v < 0:
+		return append(errs, fmt.Errorf("%s %v is negative", what, *v))
+	case *v == 0:
+		*v = def
+	}
+	return errs
 }
 
 // under reports whether p is dir or inside it.
