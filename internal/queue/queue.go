@@ -57,7 +57,8 @@ type Config struct {
 	FetchCooldown time.Duration
 	// InsertOnly builds a client that enqueues but never works jobs.
 	InsertOnly bool
-	// Logger receives River's logs. Default: discarded.
+	// Logger receives River's logs, its INFO lines at DEBUG. Default:
+	// discarded.
 	Logger *slog.Logger
 	// Registerer receives job metrics. Default: none.
 	Registerer prometheus.Registerer
@@ -87,6 +88,7 @@ func New(d *db.DB, cfg Config) *Queue {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Logger = quiet(cfg.Logger)
 	return &Queue{d: d, cfg: cfg, workers: river.NewWorkers()}
 }
 

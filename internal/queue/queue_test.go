@@ -1,11 +1,13 @@
 package queue_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,4 +89,46 @@ func TestUIHandlerServesJobs(t *testing.T) {
 		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 		require.Contains(t, rec.Body.String(), `"kind":"probe"`)
 	})
+}
+
+// River's own INFO lines (client started, leadership, producers) are
+// written at DEBUG: a service log at INFO carries none of them.
+func TestRiverChatterIsBelowInfo(t *testing.T) {
+	t.Parallel()
+	var infoLog, debugLog syncBuffer
+	for _, c := range []struct {
+		level slog.Level
+		out   *syncBuffer
+	}{{slog.LevelInfo, &infoLog}, {slog.LevelDebug, &debugLog}} {
+		d := dbtest.SQLite(t)
+		logger := slog.New(slog.NewJSONHandler(c.out, &slog.HandlerOptions{Level: c.level}))
+		q := queue.New(d, queue.Config{ID: "quiet", Logger: logger})
+		queue.AddWorker(q, probe.NewWorker(d, "quiet", time.Now))
+		require.NoError(t, q.Init())
+		ctx := context.Background()
+		require.NoError(t, q.Start(ctx))
+		stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		require.NoError(t, q.Stop(stopCtx))
+		cancel()
+	}
+	require.Contains(t, debugLog.String(), `"level":"DEBUG"`, "River did log: at DEBUG")
+	require.NotContains(t, debugLog.String(), `"level":"INFO"`)
+	require.Empty(t, infoLog.String(), "nothing from River at INFO")
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

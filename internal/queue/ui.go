@@ -27,7 +27,7 @@ func (q *Queue) UIHandler(ctx context.Context, prefix string, logger *slog.Logge
 	h, err := riverui.NewHandler(&riverui.HandlerOpts{
 		Endpoints:                endpoints,
 		JobListHideArgsByDefault: true,
-		Logger:                   logger,
+		Logger:                   quiet(logger),
 		Prefix:                   prefix,
 	})
 	if err != nil {
