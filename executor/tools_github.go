@@ -155,6 +155,7 @@ func (e *Executor) prOpen(ctx context.Context, call session.Call, a prOpenArgs) 
 	if err != nil {
 		return "", err
 	}
+	e.cfg.Logger.Info("pull request opened", "ticket", t.ID, "session", call.SessionID, "repo", t.Repo, "pr", number, "branch", branch)
 	return fmt.Sprintf("opened draft pull request %s#%d from %s", t.Repo, number, branch), nil
 }
 
@@ -238,8 +239,10 @@ func (e *Executor) prUpdate(ctx context.Context, call session.Call, a prUpdateAr
 		if err != nil {
 			return "", fmt.Errorf("marking the pull request ready: %w", err)
 		}
+		e.cfg.Logger.Info("pull request updated", "ticket", t.ID, "session", call.SessionID, "repo", t.Repo, "pr", t.PullNumber, "ready", true)
 		return fmt.Sprintf("updated %s#%d; it is ready for review", t.Repo, t.PullNumber), nil
 	}
+	e.cfg.Logger.Info("pull request updated", "ticket", t.ID, "session", call.SessionID, "repo", t.Repo, "pr", t.PullNumber)
 	return fmt.Sprintf("updated %s#%d", t.Repo, t.PullNumber), nil
 }
 
@@ -273,6 +276,7 @@ func (e *Executor) prClose(ctx context.Context, call session.Call, a prCloseArgs
 			return "", fmt.Errorf("closing the pull request: %w", err)
 		}
 	}
+	e.cfg.Logger.Info("pull request closed", "ticket", t.ID, "session", call.SessionID, "repo", t.Repo, "pr", t.PullNumber, "pointer", pointer)
 	return fmt.Sprintf("closed %s#%d, pointing to %s", t.Repo, t.PullNumber, pointer), nil
 }
 

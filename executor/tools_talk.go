@@ -324,6 +324,7 @@ func (e *Executor) report(ctx context.Context, call session.Call, a reportArgs) 
 	if err != nil {
 		return "", err
 	}
+	e.cfg.Logger.Info("report", "ticket", call.TicketID, "session", call.SessionID, "state", a.State)
 	if a.State == tickets.ReportDone {
 		return "reported done; the Ticket is done. " + summary[len(strings.TrimSpace(a.Summary)):], nil
 	}
@@ -364,6 +365,7 @@ func (e *Executor) humanAction(ctx context.Context, call session.Call, a humanAc
 	if err != nil {
 		return "", err
 	}
+	e.cfg.Logger.Info("report", "ticket", call.TicketID, "session", call.SessionID, "state", r.State, "human_action", true)
 	return "the question goes to the person through the main Session; continue what the Ticket already authorizes", nil
 }
 

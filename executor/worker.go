@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,44 +141,62 @@ func (e *Executor) execute(ctx context.Context, ticketID int64) error {
 			return err
 		},
 	}
+	e.cfg.Logger.Info("executor started", "ticket", t.ID, "session", sid, "repo", t.Repo)
+	last, why, err := e.work(ctx, t, sid, tools, opts)
+	if err != nil {
+		why = "error"
+	}
+	e.cfg.Logger.Info("executor stopped", "ticket", t.ID, "session", last, "repo", t.Repo, "why", why)
+	return err
+}
+
+// work runs the Ticket's Session until it has nothing more to do; it
+// returns the last Session and why the work stopped.
+func (e *Executor) work(ctx context.Context, t tickets.Ticket, sid int64, tools *session.Registry, opts session.RunOptions) (int64, string, error) {
+	st := e.deps.Tickets
+	var err error
 	for {
 		if t, err = st.Ticket(ctx, e.deps.DB, t.ID); err != nil {
-			return err
+			return sid, "", err
 		}
 		if t.Pause != nil || t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
-			return e.settle(ctx, t.ID, &session.Session{State: session.StateStopped, StateReason: "paused"})
+			why := "ticket " + t.State
+			if t.Pause != nil {
+				why = "paused"
+			}
+			return sid, why, e.settle(ctx, t.ID, &session.Session{State: session.StateStopped, StateReason: "paused"})
 		}
 		n, err := e.deliver(ctx, t.ID, sid)
 		if err != nil {
-			return err
+			return sid, "", err
 		}
 		s, err := e.sessions.Store().Latest(ctx, e.deps.DB, sid)
 		if err != nil {
-			return err
+			return sid, "", err
 		}
 		if s.State == session.StateStopped && pausedReason(s.StateReason) {
 			// Stopped by a pause that a person has lifted since (a job
 			// runs only for a Ticket nobody holds): continue the work.
 			if err := e.sessions.Store().Reopen(ctx, e.deps.DB, s.ID); err != nil {
-				return err
+				return s.ID, "", err
 			}
 		} else if s.State != session.StateActive {
 			if n > 0 {
 				e.cfg.Logger.Info("cards wait for a stopped executor", "ticket", t.ID, "session", s.ID, "reason", s.StateReason)
 			}
-			return e.settle(ctx, t.ID, s)
+			return s.ID, cmp.Or(s.StateReason, string(s.State)), e.settle(ctx, t.ID, s)
 		}
 		out, err := e.sessions.Run(ctx, s.ID, tools, opts)
 		if err != nil {
-			return fmt.Errorf("running the executor of ticket %d: %w", t.ID, err)
+			return out.SessionID, "", fmt.Errorf("running the executor of ticket %d: %w", t.ID, err)
 		}
 		sid = out.SessionID
 		if out.State == session.StateStopped {
 			s, err := e.sessions.Store().Get(ctx, e.deps.DB, sid)
 			if err != nil {
-				return err
+				return sid, "", err
 			}
-			return e.settle(ctx, t.ID, s)
+			return sid, s.StateReason, e.settle(ctx, t.ID, s)
 		}
 	}
 }

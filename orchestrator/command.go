@@ -112,6 +112,9 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 			if err := o.confirmPause(ctx, tx, t, &c, actor(c), cmd.Reason); err != nil {
 				return err
 			}
+			tx.AfterCommit(func() {
+				o.cfg.Logger.Info("ticket paused", "ticket", t.ID, "repo", t.Repo, "by", actor(c), "card", c.ID, "reason", cmd.Reason)
+			})
 		case CommandResume:
 			if t.Pause == nil {
 				continue
@@ -122,6 +125,7 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 			if err := o.resumed(ctx, tx, t, &c, actor(c)); err != nil {
 				return err
 			}
+			tx.AfterCommit(func() { o.cfg.Logger.Info("ticket resumed", "ticket", t.ID, "repo", t.Repo, "by", actor(c), "card", c.ID) })
 		case CommandAccept:
 			accepted, err := st.AcceptProposal(ctx, tx, id)
 			if err != nil {
@@ -131,6 +135,7 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 				if err := o.EnqueueExecutor(ctx, tx, id); err != nil {
 					return err
 				}
+				tx.AfterCommit(func() { o.cfg.Logger.Info("proposal accepted", "ticket", t.ID, "repo", t.Repo, "by", actor(c), "card", c.ID) })
 			}
 		}
 	}

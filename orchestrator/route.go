@@ -52,6 +52,7 @@ func (o *Orchestrator) route(ctx context.Context, _ session.Call, args routeArgs
 		switch {
 		case errors.As(err, &r):
 			result = "refused: " + r.reason
+			o.cfg.Logger.Info("routing decision refused", "card", d.Candidate, "decision", d.Action, "reason", r.reason)
 		case err != nil:
 			return "", fmt.Errorf("decision %d (candidate %d): %w", i+1, d.Candidate, err)
 		}
@@ -78,10 +79,15 @@ func (o *Orchestrator) decide(ctx context.Context, d Decision, pol policy.Policy
 	if err := RoutingNote(d.Note); err != nil {
 		return "", refuse("%s", err)
 	}
-	var result string
+	var (
+		result string
+		card   tickets.Card
+		fresh  bool
+	)
 	err := o.deps.DB.InTx(ctx, func(tx *db.Tx) error {
 		st := o.deps.Tickets
 		c, err := st.Card(ctx, tx, d.Candidate)
+		card = c
 		if errors.Is(err, tickets.ErrNotFound) {
 			return refuse("there is no card %d", d.Candidate)
 		}
@@ -95,6 +101,7 @@ func (o *Orchestrator) decide(ctx context.Context, d Decision, pol policy.Policy
 			}
 			return refuse("card %d is not waiting to be routed (it is %s)", c.ID, c.State)
 		}
+		fresh = true
 		switch d.Action {
 		case "ignore":
 			if err := st.SetCardState(ctx, tx, c.ID, tickets.CardIgnored, 0); err != nil {
@@ -111,7 +118,33 @@ func (o *Orchestrator) decide(ctx context.Context, d Decision, pol policy.Policy
 		}
 		return refuse("unknown action %q", d.Action)
 	})
+	if err == nil && fresh {
+		o.logRouted(ctx, card, d)
+	}
 	return result, err
+}
+
+// logRouted tells, once the decision has committed, where a card went and,
+// for a new Ticket, that the Ticket opened.
+func (o *Orchestrator) logRouted(ctx context.Context, c tickets.Card, d Decision) {
+	log := o.cfg.Logger
+	if d.Action == "ignore" {
+		log.Info("card routed", "card", c.ID, "decision", d.Action, "repo", c.Thread.Repo)
+		return
+	}
+	after, err := o.deps.Tickets.Card(ctx, o.deps.DB, c.ID)
+	if err != nil || after.TicketID == 0 {
+		return
+	}
+	log.Info("card routed", "card", c.ID, "decision", d.Action, "ticket", after.TicketID, "repo", c.Thread.Repo)
+	if d.Action == "new" {
+		t, err := o.deps.Tickets.Ticket(ctx, o.deps.DB, after.TicketID)
+		if err != nil {
+			return
+		}
+		log.Info("ticket opened", "ticket", t.ID, "card", c.ID, "repo", t.Repo, "origin", t.Origin,
+			"state", t.State, "proposal", t.Proposal)
+	}
 }
 
 // already recognises a decision that was applied before.

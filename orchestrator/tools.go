@@ -238,6 +238,7 @@ WHERE n.ticket_id = $1 AND n.delivered_at IS NOT NULL AND c.author_type = 'user'
 		}
 		return "", err
 	}
+	o.cfg.Logger.Info("ticket stopped", "ticket", a.Ticket, "by", "main session")
 	return "ok (ticket " + strconv.FormatInt(a.Ticket, 10) + " stopped)", nil
 }
 

@@ -2,6 +2,7 @@ package tickets
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/superagent-dev/superagent/internal/db"
 )
@@ -18,15 +19,23 @@ type PauseHook interface {
 // person's word: the admin panel, the API, a chat or comment command. It
 // satisfies admin.Pauser.
 type Pauser struct {
-	d     *db.DB
-	store *Store
-	hooks []PauseHook
+	d      *db.DB
+	store  *Store
+	hooks  []PauseHook
+	logger *slog.Logger
 }
 
 // NewPauser returns a Pauser over d; the hooks hear of every pause and
 // resume that changed a Ticket.
 func NewPauser(d *db.DB, store *Store, hooks ...PauseHook) *Pauser {
-	return &Pauser{d: d, store: store, hooks: hooks}
+	return &Pauser{d: d, store: store, hooks: hooks, logger: slog.New(slog.DiscardHandler)}
+}
+
+// WithLogger has the Pauser log each pause and resume it made, once
+// committed.
+func (p *Pauser) WithLogger(l *slog.Logger) *Pauser {
+	p.logger = l
+	return p
 }
 
 // Pause holds a Ticket until a person resumes it.
@@ -48,6 +57,9 @@ func (p *Pauser) Pause(ctx context.Context, ticketID int64, actor, reason string
 				return err
 			}
 		}
+		tx.AfterCommit(func() {
+			p.logger.Info("ticket paused", "ticket", ticketID, "repo", after.Repo, "by", actor, "reason", reason)
+		})
 		return nil
 	})
 }
@@ -71,6 +83,7 @@ func (p *Pauser) Resume(ctx context.Context, ticketID int64, actor string) error
 				return err
 			}
 		}
+		tx.AfterCommit(func() { p.logger.Info("ticket resumed", "ticket", ticketID, "repo", after.Repo, "by", actor) })
 		return nil
 	})
 }

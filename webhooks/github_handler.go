@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strconv"
@@ -112,7 +113,17 @@ func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
 // record writes the delivery and, when it is to be processed, its job,
 // in one transaction, which concurrent requests may share (see committer).
 func (s *Service) record(ctx context.Context, d Delivery) (id int64, dup bool, err error) {
-	return s.commits.submit(ctx, d)
+	id, dup, err = s.commits.submit(ctx, d)
+	if err == nil && !dup {
+		// One line per delivery the service took on; those it keeps only
+		// as a record (unknown events) are not part of the work's story.
+		level := slog.LevelInfo
+		if d.State != DeliveryReceived {
+			level = slog.LevelDebug
+		}
+		s.logger.Log(ctx, level, "delivery stored", "delivery", id, "source", d.Source, "event", d.Event, "state", d.State)
+	}
+	return id, dup, err
 }
 
 // writeDeliveries stores deliveries inside tx and enqueues, with one

@@ -75,8 +75,11 @@ func (s *Service) finish(ctx context.Context, d Delivery, state, reason string) 
 		return err
 	}
 	s.metrics.count(d.Source, d.Event, map[string]string{DeliveryFailed: "failed", DeliveryIgnored: "dropped"}[state])
-	if state == DeliveryFailed {
+	switch state {
+	case DeliveryFailed:
 		s.logger.Warn("delivery failed", "delivery", d.ID, "source", d.Source, "event", d.Event, "error", reason)
+	case DeliveryIgnored:
+		s.logger.Debug("delivery ignored", "delivery", d.ID, "source", d.Source, "event", d.Event, "reason", reason)
 	}
 	return nil
 }
@@ -179,7 +182,8 @@ func (s *Service) admit(ctx context.Context, d Delivery, nc tickets.NewCard,
 		s.metrics.count(d.Source, d.Event, "dropped")
 	default:
 		s.metrics.count(d.Source, d.Event, "processed")
-		s.logger.Debug("card made", "card", card.ID, "kind", card.Kind, "thread", card.Thread.Key, "state", card.State)
+		s.logger.Info("card made", "card", card.ID, "delivery", d.ID, "kind", card.Kind, "repo", card.Thread.Repo,
+			"thread", card.Thread.Key, "state", card.State, "ticket", card.TicketID)
 	}
 	return nil
 }

@@ -224,9 +224,9 @@ func prices(name string, p *model.Price) map[string]model.Price {
 // orchestrator, pauses are confirmed and a resume wakes the Executor.
 func (a *app) pauser() *tickets.Pauser {
 	if a.orchestrator == nil {
-		return tickets.NewPauser(a.db, a.tickets)
+		return tickets.NewPauser(a.db, a.tickets).WithLogger(a.logger)
 	}
-	return tickets.NewPauser(a.db, a.tickets, a.orchestrator)
+	return tickets.NewPauser(a.db, a.tickets, a.orchestrator).WithLogger(a.logger)
 }
 
 // serve runs one process: workers always, and with withHTTP the HTTP server

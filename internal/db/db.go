@@ -241,7 +241,14 @@ func (d *DB) QueryRow(ctx context.Context, query string, args ...any) Row {
 type Tx struct {
 	pg  pgx.Tx
 	sql *sql.Tx
+	// after runs once the transaction has committed.
+	after []func()
 }
+
+// AfterCommit has fn run once the transaction commits, and never if it
+// rolls back: for what must only be said of work that is stored, such as
+// a lifecycle log line.
+func (t *Tx) AfterCommit(fn func()) { t.after = append(t.after, fn) }
 
 // Begin starts a transaction.
 func (d *DB) Begin(ctx context.Context) (*Tx, error) {
@@ -297,6 +304,11 @@ func (t *Tx) Commit(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("committing transaction: %w", err)
+	}
+	after := t.after
+	t.after = nil
+	for _, fn := range after {
+		fn()
 	}
 	return nil
 }
