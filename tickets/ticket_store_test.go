@@ -1,7 +1,11 @@
 package tickets_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,7 +60,8 @@ func TestTicketLifecycle(t *testing.T) {
 
 		t.Run("pause holds until a person resumes", func(t *testing.T) {
 			require.NoError(t, s.SetTicketState(ctx, d, tk.ID, tickets.TicketWorking))
-			p := tickets.NewPauser(d, s)
+			var log bytes.Buffer
+			p := tickets.NewPauser(d, s).WithLogger(slog.New(slog.NewTextHandler(&log, nil)))
 			require.NoError(t, p.Pause(ctx, tk.ID, "carol", "wrong approach"))
 			got, err := s.Ticket(ctx, d, tk.ID)
 			require.NoError(t, err)
@@ -71,6 +76,10 @@ func TestTicketLifecycle(t *testing.T) {
 			got, _ = s.Ticket(ctx, d, tk.ID)
 			require.Equal(t, tickets.TicketWorking, got.State)
 			require.Nil(t, got.Pause)
+			id := strconv.FormatInt(tk.ID, 10)
+			require.Equal(t, 1, strings.Count(log.String(), `msg="ticket paused" ticket=`+id+` repo=octo/repo by=carol reason="wrong approach"`),
+				"one line for the pause that changed the Ticket, none for the one that did not:\n%s", log.String())
+			require.Equal(t, 1, strings.Count(log.String(), `msg="ticket resumed" ticket=`+id+` repo=octo/repo by=carol`), log.String())
 		})
 
 		t.Run("reports, notes and outgoing intents", func(t *testing.T) {

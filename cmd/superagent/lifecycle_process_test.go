@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+)
+
+// TestTypoFixTellsItsStoryInTheLog follows the typo fix through the binary
+// at the default log level and reads the story back from its log: each
+// lifecycle step is one INFO line carrying its ids, the Trigger and the
+// routing steps exactly once, and River's own chatter stays below INFO.
+func TestTypoFixTellsItsStoryInTheLog(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("bwrap is not installed")
+	}
+	databases(t, func(t *testing.T, dbURL string) {
+		gh := fakegithub.New(t)
+		gh.AddRepo(t, helloRepo, "main", map[string]string{
+			"README.md": "# Hello World\n\nThis projetc says hello.\n",
+			"test.sh":   "#!/bin/sh\nif grep -q projetc README.md; then echo 'typo still there'; exit 1; fi\necho ok\n",
+		})
+		gh.SetPermission(helloRepo, "Codertocat", "write")
+		model := fakeopenai.New(t)
+		model.Fallback(fakeopenai.Respond(func(req fakeopenai.Request) fakeopenai.Reply {
+			if req.Model == "router-model" {
+				return router(req)
+			}
+			return readmeFixer(req)
+		}))
+		const secret, token = "lifecycle-webhook-secret", "lifecycle-admin-token-0123456789"
+		p := start(t, "serve", map[string]string{
+			"SUPERAGENT_ADDR":                  freeAddr(t),
+			"SUPERAGENT_DATA_DIR":              t.TempDir(),
+			"SUPERAGENT_DATABASE_URL":          dbURL,
+			"SUPERAGENT_ADMIN_TOKEN":           token,
+			"SUPERAGENT_GITHUB_APP_ID":         fmt.Sprint(gh.AppID),
+			"SUPERAGENT_GITHUB_PRIVATE_KEY":    string(gh.PrivateKey()),
+			"SUPERAGENT_GITHUB_API_URL":        gh.URL,
+			"SUPERAGENT_GITHUB_WEBHOOK_SECRET": secret,
+			"SUPERAGENT_MODEL_BASE_URL":        model.URL(),
+			"SUPERAGENT_MODEL_API_KEY":         "sk-test-lifecycle-key-0001",
+			"SUPERAGENT_MODEL":                 "executor-model",
+			"SUPERAGENT_ROUTER_MODEL":          "router-model",
+			"SUPERAGENT_ROUTING_DEBOUNCE":      "100ms",
+		}, "serve")
+		p.waitHTTP("/readyz", 30*time.Second)
+
+		installation, err := os.ReadFile(filepath.Join("testdata", "installation.created.json"))
+		require.NoError(t, err)
+		deliverGitHub(t, p, secret, "installation", "story-install", installation)
+		waitFor(t, 30*time.Second, "the installation to be recorded", func() bool {
+			var n int
+			require.NoError(t, openDB(t, dbURL).QueryRow(context.Background(), "SELECT count(*) FROM github_repositories WHERE full_name = $1", helloRepo).Scan(&n))
+			return n == 1
+		})
+		var payload map[string]any
+		raw, err := os.ReadFile(filepath.Join("testdata", "issue_comment.created.json"))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(raw, &payload))
+		payload["installation"] = map[string]any{"id": 957387}
+		payload["comment"].(map[string]any)["body"] = "@superagent please fix the typo in the README"
+		body, err := json.Marshal(payload)
+		require.NoError(t, err)
+		deliverGitHub(t, p, secret, "issue_comment", "story-1", body)
+
+		var ticket struct {
+			ID    int64  `json:"id"`
+			State string `json:"state"`
+			PR    int    `json:"pull_request"`
+		}
+		waitFor(t, 3*time.Minute, "the Ticket to be done", func() bool {
+			var list struct {
+				Tickets []json.RawMessage `json:"tickets"`
+			}
+			getJSON(t, "http://"+p.addr+"/api/tickets", token, &list)
+			if len(list.Tickets) != 1 {
+				return false
+			}
+			require.NoError(t, json.Unmarshal(list.Tickets[0], &ticket))
+			return ticket.State == "done"
+		})
+		code, _ := p.stop(10 * time.Second)
+		require.Equal(t, 0, code)
+
+		lines := logLines(t, p.stderr.String())
+		byMsg := map[string][]map[string]any{}
+		for _, l := range lines {
+			if l["level"] == "INFO" {
+				byMsg[l["msg"].(string)] = append(byMsg[l["msg"].(string)], l)
+			}
+			require.NotContains(t, l["msg"], "River client", "River's chatter is below INFO")
+			if route, _ := l["route"].(string); l["msg"] == "http request" && (strings.HasPrefix(route, "/webhooks/") || route == "/readyz") {
+				require.NotEqual(t, "INFO", l["level"], "webhook and probe access is logged at DEBUG: %v", l)
+			}
+		}
+		id := float64(ticket.ID)
+		once := func(msg string, want map[string]any) map[string]any {
+			t.Helper()
+			require.Len(t, byMsg[msg], 1, "%q once; log:\n%s", msg, withoutAccessLogs(p.stderr.String()))
+			l := byMsg[msg][0]
+			for k, v := range want {
+				require.Equal(t, v, l[k], "%q carries %s", msg, k)
+			}
+			return l
+		}
+		stored := byMsg["delivery stored"]
+		require.Len(t, stored, 2, "the installation and the comment")
+		for _, l := range stored {
+			require.Positive(t, l["delivery"])
+			require.Equal(t, "github", l["source"])
+		}
+		card := once("card made", map[string]any{"repo": helloRepo, "kind": "comment"})
+		require.Positive(t, card["card"])
+		require.Equal(t, stored[1]["delivery"], card["delivery"], "the card names its delivery")
+		once("card routed", map[string]any{"card": card["card"], "decision": "new", "ticket": id, "repo": helloRepo})
+		once("ticket opened", map[string]any{"ticket": id, "card": card["card"], "repo": helloRepo})
+		once("pull request opened", map[string]any{"ticket": id, "repo": helloRepo, "pr": float64(ticket.PR)})
+		once("report", map[string]any{"ticket": id, "state": "done"})
+		require.NotEmpty(t, byMsg["executor started"])
+		require.Len(t, byMsg["executor stopped"], len(byMsg["executor started"]), "every start has its stop")
+		for _, l := range append(byMsg["executor started"], byMsg["executor stopped"]...) {
+			require.Equal(t, id, l["ticket"])
+			require.Positive(t, l["session"])
+		}
+		last := byMsg["executor stopped"][len(byMsg["executor stopped"])-1]
+		require.NotEmpty(t, last["why"], "a stop says why")
+	})
+}
+
+// logLines parses a JSON log.
+func logLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "a log line is JSON: %s", sc.Text())
+		out = append(out, m)
+	}
+	return out
+}
