@@ -147,6 +147,9 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 		return nil, err
 	}
 	e := &Executor{cfg: cfg, deps: deps, metrics: m}
+	if cfg.Session.Metrics != nil && cfg.Session.Repository == nil {
+		cfg.Session.Repository = e.repository
+	}
 	e.sessions = session.New(cfg.Session, deps.DB, deps.Model, e, deps.Scrubber, cfg.Now)
 	return e, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,8 +15,9 @@ import (
 // metrics of the Executors; with no Registerer they are kept but not
 // exported.
 type metrics struct {
-	runs  *prometheus.CounterVec
-	calls *prometheus.CounterVec
+	runs     *prometheus.CounterVec
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -28,6 +30,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "superagent_executor_tool_calls_total",
 			Help: "Executor tool calls by tool and result: ok, refused (a host check), error.",
 		}, []string{"tool", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "superagent_executor_tool_seconds",
+			Help:    "Time an Executor tool's handler took, by tool: with superagent_model_request_seconds, the latency of a step.",
+			Buckets: []float64{0.005, 0.02, 0.1, 0.5, 1, 2, 5, 15, 60, 300, 1200},
+		}, []string{"tool"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -37,6 +44,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, fmt.Errorf("registering executor metrics: %w", err)
 	}
 	if m.calls, err = metric.Register(reg, m.calls); err != nil {
+		return nil, fmt.Errorf("registering executor metrics: %w", err)
+	}
+	if m.duration, err = metric.Register(reg, m.duration); err != nil {
 		return nil, fmt.Errorf("registering executor metrics: %w", err)
 	}
 	return m, nil
@@ -55,7 +65,9 @@ func (m *metrics) counted(t session.Tool) session.Tool {
 		}
 	}
 	t.Handler = func(ctx context.Context, call session.Call) (string, error) {
+		began := time.Now()
 		out, err := handler(ctx, call)
+		m.duration.WithLabelValues(call.Name).Observe(time.Since(began).Seconds())
 		var refusal *session.Refusal
 		switch {
 		case err == nil:
@@ -81,4 +93,14 @@ func outcome(err error) string {
 		return "cancelled"
 	}
 	return "failed"
+}
+
+// repository is the Ticket's repository, for the model metrics' label:
+// one indexed read beside a model request.
+func (e *Executor) repository(ctx context.Context, ticketID int64) string {
+	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, ticketID)
+	if err != nil {
+		return ""
+	}
+	return t.Repo
 }

@@ -49,6 +49,11 @@ type Config struct {
 	// server in that window could lose it. Default: false, wait for the
 	// flush. SQLite is unaffected (WAL with synchronous=NORMAL).
 	RelaxedIntent bool
+	// Metrics, when set, count each request's tokens, cost and latency.
+	Metrics *Metrics
+	// Repository names the repository of a Ticket for the metrics' label;
+	// nil or "" leaves it empty.
+	Repository func(ctx context.Context, ticketID int64) string
 }
 
 const (
@@ -376,6 +381,7 @@ func (r *Runtime) ask(ctx context.Context, s *Session, msgs []model.Message, too
 		Model: r.model.Model(), ResponseModel: resp.Model, FinishReason: resp.FinishReason,
 		Usage: resp.Usage, Latency: r.now().Sub(begin), CreatedAt: r.now().UTC(),
 	}
+	r.observe(ctx, s, rec)
 	return resp, rec, nil
 }
 

@@ -79,7 +79,8 @@ type app struct {
 
 func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (*app, error) {
 	a := &app{logger: logger, db: d, registry: prometheus.NewRegistry()}
-	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		tickets.NewStateCollector(d))
 
 	var err error
 	if a.prompts, err = promptparts.New(promptparts.Config{Logger: logger}, d); err != nil {
@@ -145,8 +146,12 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		{Name: "GitHub App", Value: "@" + slug},
 		{Name: "Feishu", Value: feishuState},
 	}
+	usage, err := session.NewMetrics(a.registry)
+	if err != nil {
+		return err
+	}
 	// The main Session lives on; rollover, not a step limit, bounds it.
-	rt := session.New(session.Config{MaxSteps: 1 << 30}, a.db, router, orchestrator.PromptSource(a.prompts, env), cfg.scrub, time.Now)
+	rt := session.New(session.Config{MaxSteps: 1 << 30, Metrics: usage}, a.db, router, orchestrator.PromptSource(a.prompts, env), cfg.scrub, time.Now)
 	a.orchestrator, err = orchestrator.New(orchestrator.Config{
 		Debounce: cfg.RoutingDebounce,
 		Gate: orchestrator.Gate{
@@ -169,12 +174,12 @@ func (a *app) buildOrchestrator(cfg *config) error {
 	}
 	a.orchestrator.Register(a.queue)
 	a.webhooks.AddHook(a.orchestrator)
-	return a.buildExecutor(cfg, env)
+	return a.buildExecutor(cfg, env, usage)
 }
 
 // buildExecutor wires the Executor Sessions on the executor model, with
 // their workspaces and command sandbox under the data directory.
-func (a *app) buildExecutor(cfg *config, env []promptparts.Var) error {
+func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.Metrics) error {
 	m, err := model.New(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.Model,
 		Prices: prices(cfg.Model, cfg.ModelPrice)})
 	if err != nil {
@@ -190,7 +195,7 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var) error {
 		return &settingError{"SUPERAGENT_SANDBOX", err.Error() + " (install bubblewrap, or set SUPERAGENT_SANDBOX=none for development only)"}
 	}
 	a.executor, err = executor.New(executor.Config{
-		Session:     session.Config{MaxWallTime: cfg.ExecutorWallTime, TokenBudget: cfg.TicketBudget},
+		Session:     session.Config{MaxWallTime: cfg.ExecutorWallTime, TokenBudget: cfg.TicketBudget, Metrics: usage},
 		LeaseTTL:    cfg.ExecutorLease,
 		ReviewBots:  cfg.ReviewBots,
 		Environment: env,
@@ -259,12 +264,18 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer, withHTTP 
 
 	var srv *http.Server
 	var ln net.Listener
-	if withHTTP {
+	addr := cfg.Addr
+	switch {
+	case withHTTP:
 		if srv, err = a.httpServer(ctx, cfg, stdout); err != nil {
 			return err
 		}
-		if ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Addr); err != nil {
-			return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	case cfg.MetricsAddr != "":
+		srv, addr = a.probeServer(ctx), cfg.MetricsAddr
+	}
+	if srv != nil {
+		if ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", addr); err != nil {
+			return fmt.Errorf("listening on %s: %w", addr, err)
 		}
 	}
 
@@ -280,12 +291,17 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer, withHTTP 
 	}
 	httpErr := make(chan error, 1)
 	if srv != nil {
-		logger.Info("serving", "addr", ln.Addr().String(), "dialect", d.Dialect(), "worker_id", a.queue.ID())
 		go func() { httpErr <- srv.Serve(ln) }()
+	}
+	switch {
+	case withHTTP:
+		logger.Info("serving", "addr", ln.Addr().String(), "dialect", d.Dialect(), "worker_id", a.queue.ID())
 		if cfg.FeishuMode == "longconn" {
 			a.startFeishuLongConn(ctx, cfg)
 		}
-	} else {
+	case srv != nil:
+		logger.Info("working", "dialect", d.Dialect(), "worker_id", a.queue.ID(), "metrics_addr", ln.Addr().String())
+	default:
 		logger.Info("working", "dialect", d.Dialect(), "worker_id", a.queue.ID())
 	}
 
@@ -349,6 +365,25 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		ErrorLog:          slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}, nil
+}
+
+// probeServer is a worker's listener: health, readiness and its metrics.
+// The worker has waited for the migrations, so readiness asks only the
+// database.
+func (a *app) probeServer(ctx context.Context) *http.Server {
+	var migrated atomic.Bool
+	migrated.Store(true)
+	return &http.Server{
+		Handler: httpserver.NewProbes(httpserver.Config{
+			Logger: a.logger, Registerer: a.registry, Gatherer: a.registry, Ready: readiness(a.db, &migrated),
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
 }
 
 // startFeishuLongConn receives Feishu events over the SDK's long connection

@@ -22,7 +22,10 @@ import (
 // config is everything the service reads from its environment. Only this
 // package reads the environment; the parts receive their own Config structs.
 type config struct {
-	Addr        string
+	Addr string
+	// MetricsAddr is where a worker process serves /metrics, /healthz and
+	// /readyz; empty, a worker listens nowhere.
+	MetricsAddr string
 	DataDir     string
 	DatabaseURL string
 	AdminToken  string
@@ -99,6 +102,7 @@ func loadConfig(getenv func(string) string) (*config, error) {
 	}
 	c := &config{
 		Addr:                    or(getenv("SUPERAGENT_ADDR"), ":8080"),
+		MetricsAddr:             getenv("SUPERAGENT_METRICS_ADDR"),
 		DataDir:                 or(getenv("SUPERAGENT_DATA_DIR"), "./data"),
 		DatabaseURL:             getenv("SUPERAGENT_DATABASE_URL"),
 		AdminToken:              getenv("SUPERAGENT_ADMIN_TOKEN"),
@@ -136,6 +140,12 @@ func loadConfig(getenv func(string) string) (*config, error) {
 
 	checks := []func() error{
 		func() error { return checkAddr("SUPERAGENT_ADDR", c.Addr) },
+		func() error {
+			if c.MetricsAddr == "" {
+				return nil
+			}
+			return checkAddr("SUPERAGENT_METRICS_ADDR", c.MetricsAddr)
+		},
 		func() error { return checkDatabaseURL("SUPERAGENT_DATABASE_URL", c.DatabaseURL) },
 		func() error {
 			if c.AdminToken != "" && len(c.AdminToken) < 16 {

@@ -157,6 +157,7 @@ func TestHelpHasNoSideEffects(t *testing.T) {
 	for _, args := range [][]string{
 		{"serve", "--help"}, {"worker", "-h"}, {"migrate", "--help"}, {"doctor", "--help"},
 		{"prompts", "--help"}, {"prompts", "export", "-h"}, {"setup", "--help"}, {"setup", "github", "--help"},
+		{"healthcheck", "--help"}, {"worker", "--metrics-addr", "127.0.0.1:1", "-h"},
 		{"--help"}, {"help"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,6 +94,27 @@ func TestTypoFixTellsItsStoryInTheLog(t *testing.T) {
 			require.NoError(t, json.Unmarshal(list.Tickets[0], &ticket))
 			return ticket.State == "done"
 		})
+		// What the work cost, and where the Tickets stand, on /metrics.
+		resp, err := http.Get("http://" + p.addr + "/metrics")
+		require.NoError(t, err)
+		scraped, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		metrics := string(scraped)
+		for _, series := range []string{
+			`superagent_model_tokens_total{kind="input",model="executor-model",repository="Codertocat/Hello-World",role="executor"} `,
+			`superagent_model_tokens_total{kind="output",model="router-model",repository="",role="main"} `,
+			`superagent_model_request_seconds_count{model="executor-model",role="executor"} `,
+			`superagent_executor_tool_seconds_count{tool="run_command"} `,
+		} {
+			i := strings.Index(metrics, series)
+			require.GreaterOrEqual(t, i, 0, "%s on /metrics", series)
+			value := strings.Fields(metrics[i+len(series):])[0]
+			require.NotEqual(t, "0", value, series)
+		}
+		require.Contains(t, metrics, `superagent_tickets{state="done"} 1`)
+		require.Contains(t, metrics, `superagent_tickets{state="working"} 0`)
+
 		code, _ := p.stop(10 * time.Second)
 		require.Equal(t, 0, code)
 

@@ -25,6 +25,8 @@ Usage:
   superagent prompts   export, import or diff the team's prompt configuration
   superagent setup     register a GitHub App (manifest flow) or check Feishu credentials
   superagent doctor    check configuration, database, GitHub, Feishu and the model endpoint
+  superagent healthcheck
+                       exit 0 when the local serve (or worker) process is ready
   superagent version   print the version
 
 Configuration comes from SUPERAGENT_* environment variables; see README.md.
@@ -47,7 +49,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "serve", "worker", "migrate", "prompts", "setup", "doctor":
+	case "serve", "worker", "migrate", "prompts", "setup", "doctor", "healthcheck":
 		if asksForHelp(args[1:]) {
 			fmt.Fprint(stdout, commandUsage[args[0]])
 			return 0
@@ -56,10 +58,21 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "superagent: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+	if args[0] == "healthcheck" {
+		// It runs in a container every few seconds: it reads only the
+		// address, not the whole configuration.
+		return healthcheck(args[1:], getenv, stdout, stderr)
+	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "superagent: configuration:", err)
 		return 2
+	}
+	if args[0] == "worker" {
+		if err := workerFlags(cfg, args[1:]); err != nil {
+			fmt.Fprintln(stderr, "superagent worker:", err)
+			return 2
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -94,9 +107,22 @@ var commandUsage = map[string]string{
       workers; migrates the database at start
 `,
 	"worker": `Usage:
-  superagent worker
+  superagent worker [--metrics-addr host:port]
       run workers only, against the same database as serve; start several to
       scale out
+
+      --metrics-addr  serve /metrics, /healthz and /readyz on this address
+                      (default: SUPERAGENT_METRICS_ADDR; unset, none)
+`,
+	"healthcheck": `Usage:
+  superagent healthcheck [--addr host:port] [--timeout 5s]
+      ask the local process's /readyz and exit 0 when it is ready, 1 when it
+      is not (the reason on stderr); for a container's healthcheck
+
+      --addr     the address to ask (default: SUPERAGENT_ADDR; for a worker,
+                 its --metrics-addr); a host left out or 0.0.0.0 means
+                 127.0.0.1
+      --timeout  how long to wait for the answer (default 5s)
 `,
 	"migrate": `Usage:
   superagent migrate

@@ -85,10 +85,10 @@ func freeAddr(t *testing.T) string {
 }
 
 // start runs `superagent <command>` with env added to a minimal environment.
-func start(t *testing.T, name string, env map[string]string, command string) *proc {
+func start(t *testing.T, name string, env map[string]string, command string, args ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, name: name, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(binPath, command)
+	p.cmd = exec.Command(binPath, append([]string{command}, args...)...)
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
