@@ -13,7 +13,7 @@
 # it from this file and checks that the result is a static binary, so keep
 # the two in step.
 
-FROM golang:1.26 AS build
+FROM docker.io/library/golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
@@ -25,7 +25,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 # volume mounted on /data is writable.
 RUN mkdir -p /out/data
 
-FROM debian:bookworm-slim
+FROM docker.io/library/debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git bubblewrap slirp4netns iproute2 util-linux ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
@@ -39,5 +39,9 @@ USER 65532:65532
 EXPOSE 8080
 # bubblewrap needs unprivileged user namespaces: see docs/operations.md
 # ("The command sandbox") for the container runtime settings.
+# Asks the local serve process's /readyz; a worker's container names its
+# --metrics-addr with --addr (deploy/compose.yaml does).
+HEALTHCHECK --interval=10s --timeout=6s --start-period=30s --retries=3 \
+    CMD ["/usr/local/bin/superagent", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/superagent"]
 CMD ["serve"]
