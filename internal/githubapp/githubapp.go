@@ -190,9 +190,12 @@ func (c *Client) Slug(ctx context.Context) (string, error) {
 	return app.GetSlug(), nil
 }
 
-// Permission reads login's permission level on owner/repo through the
-// installation: admin, write, read or none (a non-collaborator). GitHub maps
-// maintain to write and triage to read in this field.
+// Permission reads login's role on owner/repo through the installation:
+// admin, maintain, write, triage, read or none (a non-collaborator).
+// GitHub's permission field folds maintain into write and triage into
+// read; role_name carries the role itself, or the name of an
+// organization's custom role, which then reads as the permission field's
+// base level.
 func (c *Client) Permission(ctx context.Context, installationID int64, owner, repo, login string) (string, error) {
 	level, resp, err := c.Installation(installationID).Repositories.GetPermissionLevel(ctx, owner, repo, login)
 	if err != nil {
@@ -201,8 +204,14 @@ func (c *Client) Permission(ctx context.Context, installationID int64, owner, re
 		}
 		return "", fmt.Errorf("reading permission of %s on %s/%s: %w", login, owner, repo, err)
 	}
+	if r := level.GetRoleName(); repositoryRoles[r] {
+		return r, nil
+	}
 	if p := level.GetPermission(); p != "" {
 		return p, nil
 	}
 	return "none", nil
 }
+
+// repositoryRoles are GitHub's built-in repository roles.
+var repositoryRoles = map[string]bool{"admin": true, "maintain": true, "write": true, "triage": true, "read": true, "none": true}

@@ -46,7 +46,20 @@ func TestPermissionThroughInstallationToken(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "none", p)
 
-	// One token serves both calls.
+	// The roles GitHub's permission field folds (maintain into write,
+	// triage into read) come from role_name; a custom role reads as its
+	// base level.
+	fake.AddCustomRole("security-reviewer", "triage")
+	for login, role := range map[string]string{"mona": "maintain", "tim": "triage", "wendy": "write", "sec": "security-reviewer"} {
+		fake.SetPermission("octo/repo", login, role)
+	}
+	for login, want := range map[string]string{"mona": "maintain", "tim": "triage", "wendy": "write", "sec": "read"} {
+		p, err = c.Permission(ctx, 42, "octo", "repo", login)
+		require.NoError(t, err)
+		require.Equal(t, want, p, login)
+	}
+
+	// One token serves every call.
 	require.Equal(t, 1, fake.TokensIssued())
 	require.Equal(t, 1, fake.Count(http.MethodPost, "/app/installations/42/access_tokens"))
 

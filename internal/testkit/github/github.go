@@ -74,6 +74,7 @@ type Server struct {
 	tokens      map[string]int64 // token → installation id
 	tokenCount  int
 	permissions map[string]string // owner/repo:login → level
+	customRoles map[string]string // custom role → its permission field
 	faults      map[string][]Fault
 	conv        *conversation
 	st          *store
@@ -106,6 +107,7 @@ func New(t testing.TB) *Server {
 		pem:         pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		tokens:      map[string]int64{},
 		permissions: map[string]string{},
+		customRoles: map[string]string{},
 		faults:      map[string][]Fault{},
 		used:        map[int64]int{},
 		conv:        &conversation{},
@@ -127,12 +129,26 @@ func (s *Server) PrivateKey() []byte { return s.pem }
 // "POST /repos/{owner}/{repo}/issues/{number}/comments").
 func (s *Server) Handle(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
 
-// SetPermission sets login's permission level on owner/repo; others have
+// SetPermission sets login's role on owner/repo (admin, maintain, write,
+// triage, read, or a custom role added with AddCustomRole); others have
 // "none".
 func (s *Server) SetPermission(repo, login, level string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.permissions[repo+":"+strings.ToLower(login)] = level
+}
+
+// AddCustomRole defines an organization's custom repository role, name,
+// inheriting base (read, triage, write or maintain); GitHub reports base's
+// folded level as its permission.
+func (s *Server) AddCustomRole(name, base string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	folded := map[string]string{"maintain": "write", "triage": "read"}[base]
+	if folded == "" {
+		folded = base
+	}
+	s.customRoles[name] = folded
 }
 
 // FailNext makes the next len(faults) requests to method and path (exact,
@@ -315,9 +331,21 @@ func (s *Server) getPermission(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		level = "none"
 	}
-	role := level
+	// As GitHub answers: permission folds maintain into write and triage
+	// into read (and a custom role into its base role); role_name keeps
+	// the role.
+	role, permission := level, level
+	switch level {
+	case "maintain":
+		permission = "write"
+	case "triage":
+		permission = "read"
+	}
+	if base, ok := s.customRoles[level]; ok {
+		permission = base
+	}
 	WriteJSON(w, http.StatusOK, map[string]any{
-		"permission": level,
+		"permission": permission,
 		"role_name":  role,
 		"user":       map[string]any{"login": user, "type": "User"},
 	})
