@@ -318,8 +318,19 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // it (its process died) and schedules a turn, so what the dead turn left
 // waiting is routed. It reports whether it did.
 func (o *Orchestrator) Revive(ctx context.Context) (bool, error) {
+	// Every process asks often: a read first keeps the write lock (all of
+	// SQLite's) for when a lease has lapsed.
+	var lapsed int
+	err := o.deps.DB.QueryRow(ctx, `SELECT COUNT(*) FROM routing_state WHERE name = $1 AND holder <> '' AND lease_until < $2`,
+		leaseName, o.cfg.Now().UTC()).Scan(&lapsed)
+	if err != nil {
+		return false, fmt.Errorf("reading the main Session's lease: %w", err)
+	}
+	if lapsed == 0 {
+		return false, nil
+	}
 	revived := false
-	err := o.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+	err = o.deps.DB.InTx(ctx, func(tx *db.Tx) error {
 		n, err := tx.Exec(ctx, `UPDATE routing_state SET holder = '', lease_until = NULL
 WHERE name = $1 AND holder <> '' AND lease_until < $2`, leaseName, o.cfg.Now().UTC())
 		if err != nil || n == 0 {

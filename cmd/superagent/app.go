@@ -282,6 +282,11 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer, withHTTP 
 	if err := a.queue.Start(ctx); err != nil {
 		return err
 	}
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		a.watchLeases(ctx, cfg.ExecutorLease)
+	}()
 	if a.orchestrator != nil {
 		// Whatever waited while the service was down (or had no model) gets
 		// a turn; if one is already scheduled this adds nothing.
@@ -320,6 +325,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer, withHTTP 
 			logger.Warn("HTTP shutdown incomplete", "error", err)
 		}
 	}
+	<-watching
 	if err := a.queue.Stop(shutdownCtx); err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -365,6 +371,33 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		ErrorLog:          slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}, nil
+}
+
+// watchLeases restarts, from every process, the Executors and the main
+// Session whose process died: twice per lease it looks for leases that
+// lapsed. The periodic watchdog jobs do the same, but only River's leader
+// enqueues them, and a dead leader's successor takes about 15 s to be
+// elected; from here a dead process's work resumes within about one and a
+// half leases.
+func (a *app) watchLeases(ctx context.Context, lease time.Duration) {
+	if a.executor == nil {
+		return
+	}
+	tick := time.NewTicker(min(max(lease/2, 250*time.Millisecond), 30*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if _, err := a.executor.Revive(ctx); err != nil && ctx.Err() == nil {
+			a.logger.Warn("checking executor leases", "error", err)
+		}
+		if _, err := a.orchestrator.Revive(ctx); err != nil && ctx.Err() == nil {
+			a.logger.Warn("checking the main Session's lease", "error", err)
+		}
+	}
 }
 
 // probeServer is a worker's listener: health, readiness and its metrics.
