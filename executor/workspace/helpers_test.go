@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The sandbox starts this binary as its egress relay.
+	RunRelay()
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
@@ -86,4 +89,26 @@ func (e *testEnv) manager(t *testing.T, cfg Config) *Manager {
 	m, err := NewManager(cfg)
 	require.NoError(t, err)
 	return m
+}
+
+// serveTCP listens on addr and runs handle on each connection, closing
+// the connection after it.
+func serveTCP(t *testing.T, addr string, handle func(net.Conn)) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return ln
 }
