@@ -56,6 +56,14 @@ func parseEgress(entries []string) ([]egressRule, error) {
 	return rules, errors.Join(errs...)
 }
 
+// CheckEgress reports, in one error, every entry of an egress list (see
+// Config.Egress) that is not a host, a "*.suffix" wildcard or an IP
+// address with an optional ":port".
+func CheckEgress(entries []string) error {
+	_, err := parseEgress(entries)
+	return err
+}
+
 func parseEgressEntry(e string) (egressRule, error) {
 	var r egressRule
 	host := e
