@@ -73,6 +73,10 @@ type Config struct {
 	// MaxProcesses is how many processes and threads the sandbox user may
 	// have at once (RLIMIT_NPROC). Default 1024.
 	MaxProcesses int
+	// CPUs caps the CPU time a sandbox gets per wall-clock second, in
+	// CPUs, with cgroup cpu.max where the host delegates cgroup v2.
+	// Default 0: no cap.
+	CPUs int
 	// BwrapPath is the bubblewrap binary. Default "bwrap" looked up in PATH.
 	BwrapPath string
 	// GitPath is the git binary used on the host. Default "git".
@@ -95,6 +99,11 @@ type Config struct {
 	// net.Dialer.
 	resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Set by NewManager: where each command's cgroup goes; nil without
+	// cgroup v2. cgroupMount is a test hook: the cgroup v2 mount to look
+	// at. Default /sys/fs/cgroup.
+	cgroup      *cgroupParent
+	cgroupMount string
 }
 
 // slirp reports whether commands get slirp4netns's open network; with an
@@ -149,6 +158,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	errs = orDefault(&cfg.CPUSeconds, defaultCPUSeconds, "cpu seconds", errs)
 	errs = orDefault(&cfg.MemoryBytes, defaultMemoryBytes, "memory bytes", errs)
 	errs = orDefault(&cfg.MaxProcesses, defaultMaxProcesses, "max processes", errs)
+	if cfg.CPUs < 0 {
+		errs = append(errs, fmt.Errorf("cpus %d is negative", cfg.CPUs))
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -50,28 +50,7 @@ func TestSandboxHostSecrets(t *testing.T) {
 		require.Equal(t, uint32(sandboxUID), fi.Sys().(*syscall.Stat_t).Uid)
 
 		// And the process itself, seen from the host.
-		done := make(chan Result)
-		go func() {
-			res, _ := w.Run(context.Background(), "sleep 1004", "", 10*time.Second)
-			done <- res
-		}()
-		var uidLine string
-		require.Eventually(t, func() bool {
-			pid := hostPIDWithArgs("sleep\x001004")
-			if pid == 0 {
-				return false
-			}
-			data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-			if err != nil {
-				return false
-			}
-			for line := range strings.SplitSeq(string(data), "\n") {
-				if strings.HasPrefix(line, "Uid:") {
-					uidLine = line
-				}
-			}
-			return true
-		}, 5*time.Second, 20*time.Millisecond)
+		uidLine, done := procLine(t, w, "sleep 1004", 10*time.Second, "sleep\x001004", "status", "Uid:")
 		require.Equal(t, []string{"Uid:", "65534", "65534", "65534", "65534"}, strings.Fields(uidLine))
 		<-done
 	})

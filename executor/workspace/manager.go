@@ -49,6 +49,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		locks: map[int64]*sync.Mutex{},
 	}
 	if cfg.Sandbox == SandboxBwrap {
+		m.cfg.cgroup = useCgroup(cfg)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := m.Check(ctx); err != nil {

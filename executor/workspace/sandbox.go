@@ -320,7 +320,7 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 		cmd := exec.CommandContext(runCtx, "/bin/sh", "-c", command)
 		cmd.Dir = filepath.Join(w.dir, filepath.FromSlash(rel))
 		cmd.Env = sandboxEnv(w.m.cfg)
-		st, err = runGroup(cmd, out, nil)
+		st, err = runGroup(cmd, out, nil, nil)
 	default:
 		if w.tools.bwrap == "" {
 			return Result{}, errors.New("running command: sandbox not checked; create the workspace through NewManager")
@@ -349,7 +349,7 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 		res.Output += fmt.Sprintf("\n[command timed out after %s and was killed]", timeout)
 	}
 	if w.m.cfg.Sandbox != SandboxNone {
-		res.Output += limitNotes(w.m.cfg, res.ExitCode, res.Output)
+		res.Output += limitNotes(w.m.cfg, res.ExitCode, res.Output, st.cgroup)
 	}
 	for _, r := range st.refused {
 		res.Output += "\n[the sandbox's egress proxy refused " + r + "; only the hosts in " + egressSetting + " are reachable]"
@@ -369,6 +369,7 @@ type runState struct {
 	duration  time.Duration
 	overQuota int64    // bytes the workspace held when the quota watcher stopped the command; 0 if it did not
 	refused   []string // what the egress proxy refused, at most egressMaxRefusals
+	cgroup    cgroupEvents
 }
 
 // runSandboxed runs command under bubblewrap with the workspace at dir and
@@ -395,11 +396,23 @@ func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, ticket i
 			return runState{}, err
 		}
 	}
+	var cg *sandboxCgroup
+	if m.cfg.cgroup != nil {
+		if cg, err = m.cfg.cgroup.create(m.cfg); err != nil {
+			return runState{}, err
+		}
+		defer func() {
+			st.cgroup = cg.events()
+			if rerr := cg.remove(); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+	}
 	cmd := exec.CommandContext(ctx, tools.bwrap, l.args...)
 	cmd.Dir = dir
 	cmd.Env = sandboxEnv(m.cfg)
 	cmd.ExtraFiles = l.files
-	return runGroup(cmd, out, func(pgid int) (func() int64, error) {
+	return runGroup(cmd, out, cg, func(pgid int) (func() int64, error) {
 		l.started()
 		var stopNet func()
 		if m.cfg.slirp() {
@@ -427,13 +440,21 @@ func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, ticket i
 // context ends. started, if not nil, runs once cmd has started; it returns
 // a function called once cmd has ended, which returns the workspace size at
 // which the quota watcher killed the command, or 0.
-func runGroup(cmd *exec.Cmd, out io.Writer, started func(pgid int) (func() int64, error)) (runState, error) {
+func runGroup(cmd *exec.Cmd, out io.Writer, cg *sandboxCgroup, started func(pgid int) (func() int64, error)) (runState, error) {
 	cmd.Stdout = out
 	cmd.Stderr = out
 	// Its own process group, killed whole at the timeout. Inside bwrap the
-	// PID namespace dies with bwrap, taking every descendant along.
+	// PID namespace dies with bwrap, taking every descendant along; with a
+	// cgroup, bwrap starts in it and it is killed whole as well.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cg != nil {
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = int(cg.fd.Fd())
+	}
 	cmd.Cancel = func() error {
+		if cg != nil {
+			cg.kill()
+		}
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	cmd.WaitDelay = 5 * time.Second
