@@ -39,6 +39,7 @@ func limitArgs(cfg Config) []string {
 
 // Exit statuses of a shell whose child died of a signal (128+n).
 const (
+	exitSIGKILL = 128 + int(syscall.SIGKILL)
 	exitSIGXCPU = 128 + int(syscall.SIGXCPU)
 	exitSIGXFSZ = 128 + int(syscall.SIGXFSZ)
 )
@@ -58,6 +59,12 @@ func limitNotes(cfg Config, exitCode int, output string, cg cgroupEvents) string
 	}
 	if exitCode == exitSIGXCPU || strings.Contains(output, "CPU time limit exceeded") {
 		notes = append(notes, fmt.Sprintf("[stopped: a process used up its CPU time limit of %d s and was killed (SIGXCPU)]", cfg.CPUSeconds))
+	}
+	if exitCode == exitSIGKILL && cg.oomKills == 0 {
+		// The kernel's SIGKILL at the hard CPU limit, for a process that
+		// ignored SIGXCPU, or its out-of-memory killer; or the command
+		// killed its own child.
+		notes = append(notes, fmt.Sprintf("[stopped: killed by SIGKILL, most likely at the CPU time limit of %d s (a process that ignores SIGXCPU is killed a second later), else by the kernel's out-of-memory killer or the command itself]", cfg.CPUSeconds))
 	}
 	if exitCode == exitSIGXFSZ || strings.Contains(output, "File size limit exceeded") || strings.Contains(output, "File too large") {
 		notes = append(notes, fmt.Sprintf("[stopped: a file reached the size limit of %s, the workspace's disk quota (SIGXFSZ/EFBIG)]", formatBytes(cfg.MaxBytes)))

@@ -115,7 +115,7 @@ func TestSandboxLimits(t *testing.T) {
 		size, err := os.Stat(filepath.Join(w.Dir(), "big.bin"))
 		require.NoError(t, err)
 		require.LessOrEqual(t, size.Size(), int64(10<<20))
-		require.Contains(t, res.Output, "10 MiB")
+		require.Contains(t, res.Output, "a file reached the size limit of 10 MiB")
 		run(t, w, "rm -f big.bin")
 	})
 
@@ -139,6 +139,15 @@ func TestSandboxLimits(t *testing.T) {
 		require.Less(t, time.Since(start), 10*time.Second)
 		require.False(t, res.TimedOut)
 		require.NotEqual(t, 0, res.ExitCode)
+		require.Contains(t, res.Output, "CPU time limit of 1 s", "exit %d", res.ExitCode)
+	})
+
+	t.Run("CPUSpinIgnoringSIGXCPUStopsAtHardLimit", func(t *testing.T) {
+		start := time.Now()
+		res := run(t, w, "perl -e '$SIG{XCPU} = \"IGNORE\"; 1 while 1'")
+		require.Less(t, time.Since(start), 10*time.Second)
+		require.False(t, res.TimedOut)
+		require.Equal(t, 128+int(syscall.SIGKILL), res.ExitCode, res.Output)
 		require.Contains(t, res.Output, "CPU time limit of 1 s", "exit %d", res.ExitCode)
 	})
 
