@@ -62,6 +62,7 @@ type config struct {
 	Sandbox         workspace.SandboxMode
 	SandboxNetwork  bool
 	SandboxReadOnly []string
+	SandboxEgress   []string // SUPERAGENT_SANDBOX_EGRESS, with the network on
 	// The sandbox's per-command limits; zero means the workspace
 	// package's default.
 	SandboxCPUSeconds int
@@ -227,6 +228,16 @@ func loadConfig(getenv func(string) string) (*config, error) {
 				c.SandboxNetwork = true
 			default:
 				return &settingError{"SUPERAGENT_SANDBOX_NETWORK", fmt.Sprintf("must be on or off, got %q", v)}
+			}
+			return nil
+		},
+		func() error {
+			c.SandboxEgress = list(getenv("SUPERAGENT_SANDBOX_EGRESS"))
+			if len(c.SandboxEgress) > 0 && !c.SandboxNetwork {
+				return &settingError{"SUPERAGENT_SANDBOX_EGRESS", "needs SUPERAGENT_SANDBOX_NETWORK=on"}
+			}
+			if err := workspace.CheckEgress(c.SandboxEgress); err != nil {
+				return &settingError{"SUPERAGENT_SANDBOX_EGRESS", strings.ReplaceAll(err.Error(), "\n", "; ")}
 			}
 			return nil
 		},

@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/superagent-dev/superagent/executor/workspace"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -33,6 +35,9 @@ Configuration comes from SUPERAGENT_* environment variables; see README.md.
 `
 
 func main() {
+	// With SUPERAGENT_SANDBOX_EGRESS the sandbox starts this binary as its
+	// relay; that run goes no further.
+	workspace.RunRelay()
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 

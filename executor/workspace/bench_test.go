@@ -9,7 +9,8 @@ import (
 
 // BenchmarkRun measures what the sandbox adds to one command: the same
 // command run straight in the workspace (SandboxNone, the baseline) and in
-// bubblewrap (with the network off, and on when slirp4netns is installed),
+// bubblewrap (with the network off, on with slirp4netns when it is
+// installed, and on with an egress list: the relay and the host's proxy),
 // alternately within one run, so the ratio holds on any
 // machine. Both include what Run does around the command (the workdir
 // check, the output cap, the workspace size check).
@@ -21,8 +22,9 @@ func BenchmarkRun(b *testing.B) {
 	url, _ := srv.newRepo("o", "r", map[string]string{"README.md": "hello\n", "test.sh": "#!/bin/sh\ngrep -q hello README.md\n"})
 	remote := Remote{URL: url, Token: testToken, BaseBranch: "main"}
 	ctx := context.Background()
-	open := func(mode SandboxMode, network bool) *Workspace {
-		m, err := NewManager(Config{Root: b.TempDir(), Sandbox: mode, Network: network})
+	open := func(cfg Config) *Workspace {
+		cfg.Root = b.TempDir()
+		m, err := NewManager(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -32,16 +34,17 @@ func BenchmarkRun(b *testing.B) {
 		}
 		return ws
 	}
-	direct, sandboxed := open(SandboxNone, false), open(SandboxBwrap, false)
+	direct, sandboxed := open(Config{Sandbox: SandboxNone}), open(Config{})
 	// With the network on, each command also starts slirp4netns and sets
 	// its routes.
 	var networked *Workspace
 	if _, err := exec.LookPath("slirp4netns"); err == nil {
-		networked = open(SandboxBwrap, true)
+		networked = open(Config{Network: true})
 	}
+	egress := open(Config{Network: true, Egress: []string{"proxy.golang.org"}})
 	for _, command := range []string{"true", "sh test.sh"} {
 		b.Run(command, func(b *testing.B) {
-			var plain, boxed, netted time.Duration
+			var plain, boxed, netted, proxied time.Duration
 			run := func(ws *Workspace) time.Duration {
 				start := time.Now()
 				res, err := ws.Run(ctx, command, "", 0)
@@ -56,6 +59,7 @@ func BenchmarkRun(b *testing.B) {
 				if networked != nil {
 					netted += run(networked)
 				}
+				proxied += run(egress)
 			}
 			n := float64(b.N)
 			b.ReportMetric(float64(plain.Microseconds())/n/1000, "direct-ms/op")
@@ -64,6 +68,7 @@ func BenchmarkRun(b *testing.B) {
 			if networked != nil {
 				b.ReportMetric(float64(netted.Microseconds())/n/1000, "bwrap-net-ms/op")
 			}
+			b.ReportMetric(float64(proxied.Microseconds())/n/1000, "bwrap-egress-ms/op")
 		})
 	}
 }

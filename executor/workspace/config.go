@@ -1,8 +1,12 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +41,26 @@ type Config struct {
 	// loopback, the private ranges or the host's own subnets. Default false:
 	// no network at all, loopback included.
 	Network bool
+	// Egress, with Network on, is the only hosts commands may reach: exact
+	// names ("proxy.golang.org"), "*.example.com" for any name below
+	// example.com (not example.com itself), or IP addresses, each with an
+	// optional ":port" (default: 80 and 443). Default: none, which leaves the
+	// network open as Network describes. With a list, the sandbox gets no
+	// network but its own loopback; HTTP_PROXY and HTTPS_PROXY point its
+	// tools at a relay there, which hands each connection to an HTTP proxy
+	// this process runs for the command. The proxy forwards plain HTTP and
+	// tunnels CONNECT to listed hosts only, resolves names itself, refuses
+	// addresses on the host's side of the network (loopback, private,
+	// link-local, CGNAT, multicast, unspecified, the host's own), and
+	// answers a refusal with 403 and a body naming the setting.
+	Egress []string
+	// RelayPath is the binary that runs inside the sandbox as the egress
+	// relay, bound read-only into it; its main must call RunRelay first.
+	// Used with Egress. Default: this process's own executable.
+	RelayPath string
+	// Logger receives the egress proxy's refusals (at INFO, with host and
+	// reason). Default: discarded.
+	Logger *slog.Logger
 	// SlirpPath is the slirp4netns binary, used when Network is on. Default
 	// "slirp4netns" looked up in PATH.
 	SlirpPath string
@@ -49,6 +73,10 @@ type Config struct {
 	// MaxProcesses is how many processes and threads the sandbox user may
 	// have at once (RLIMIT_NPROC). Default 1024.
 	MaxProcesses int
+	// CPUs caps the CPU time a sandbox gets per wall-clock second, in
+	// CPUs, with cgroup cpu.max where the host delegates cgroup v2.
+	// Default 0: no cap.
+	CPUs int
 	// BwrapPath is the bubblewrap binary. Default "bwrap" looked up in PATH.
 	BwrapPath string
 	// GitPath is the git binary used on the host. Default "git".
@@ -63,7 +91,24 @@ type Config struct {
 	// the same path (e.g. /usr/local/go); each one's bin directory, if any, is
 	// put on the sandbox PATH. Default: none beyond the system directories.
 	ExtraReadOnly []string
+
+	// Set by withDefaults: the parsed Egress.
+	egress []egressRule
+	// Test hooks for the egress proxy: how it resolves a name and connects
+	// to an address it has checked. Default: the system's resolver, and
+	// net.Dialer.
+	resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Set by NewManager: where each command's cgroup goes; nil without
+	// cgroup v2. cgroupMount is a test hook: the cgroup v2 mount to look
+	// at. Default /sys/fs/cgroup.
+	cgroup      *cgroupParent
+	cgroupMount string
 }
+
+// slirp reports whether commands get slirp4netns's open network; with an
+// egress list they get only their loopback and the proxy.
+func (cfg Config) slirp() bool { return cfg.Network && len(cfg.egress) == 0 }
 
 // DefaultTimeout is the timeout of a command run with timeout 0.
 const DefaultTimeout = 2 * time.Minute
@@ -113,6 +158,29 @@ func (cfg Config) withDefaults() (Config, error) {
 	errs = orDefault(&cfg.CPUSeconds, defaultCPUSeconds, "cpu seconds", errs)
 	errs = orDefault(&cfg.MemoryBytes, defaultMemoryBytes, "memory bytes", errs)
 	errs = orDefault(&cfg.MaxProcesses, defaultMaxProcesses, "max processes", errs)
+	if cfg.CPUs < 0 {
+		errs = append(errs, fmt.Errorf("cpus %d is negative", cfg.CPUs))
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	rules, err := parseEgress(cfg.Egress)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg.egress = rules
+	if len(cfg.Egress) > 0 && cfg.Sandbox == SandboxBwrap {
+		if !cfg.Network {
+			errs = append(errs, errors.New("an egress list needs the network on"))
+		}
+		if cfg.RelayPath == "" {
+			if cfg.RelayPath, err = os.Executable(); err != nil {
+				errs = append(errs, fmt.Errorf("finding this executable for the egress relay: %w", err))
+			}
+		} else if _, err := os.Stat(cfg.RelayPath); err != nil {
+			errs = append(errs, fmt.Errorf("egress relay: %w", err))
+		}
+	}
 	extra := make([]string, 0, len(cfg.ExtraReadOnly))
 	for _, p := range cfg.ExtraReadOnly {
 		if !filepath.IsAbs(p) {

@@ -16,7 +16,10 @@
 // CPU, memory, processes and file size, a disk quota watched during the
 // command, and a seccomp filter. Without Config.Network it has no network
 // at all, loopback included; with it, slirp4netns gives it a user-mode
-// network from which the host and the private ranges are unreachable.
+// network from which the host and the private ranges are unreachable. With
+// Config.Egress as well, it has only its loopback, where a relay hands each
+// connection to an HTTP proxy on the host that reaches the listed hosts and
+// nothing else.
 //
 // The sandbox is one half; the host is the other. The host runs git on the
 // same files afterwards (status, commit, push with the installation token), so

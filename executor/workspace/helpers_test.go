@@ -1,16 +1,23 @@
 package workspace
 
 import (
+	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	// The sandbox starts this binary as its egress relay.
+	RunRelay()
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
@@ -86,4 +93,57 @@ func (e *testEnv) manager(t *testing.T, cfg Config) *Manager {
 	m, err := NewManager(cfg)
 	require.NoError(t, err)
 	return m
+}
+
+// serveTCP listens on addr and runs handle on each connection, closing
+// the connection after it.
+func serveTCP(t *testing.T, addr string, handle func(net.Conn)) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return ln
+}
+
+// procLine runs command in w in the background, for at most timeout, and
+// returns the line starting with prefix in the /proc/<pid>/file of the
+// host process whose command line starts with args, once there is one,
+// and a channel that receives Run's result.
+func procLine(t *testing.T, w *Workspace, command string, timeout time.Duration, args, file, prefix string) (string, <-chan Result) {
+	t.Helper()
+	done := make(chan Result, 1)
+	go func() {
+		res, _ := w.Run(context.Background(), command, "", timeout)
+		done <- res
+	}()
+	var found string
+	require.Eventually(t, func() bool {
+		pid := hostPIDWithArgs(args)
+		if pid == 0 {
+			return false
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), file))
+		if err != nil {
+			return false
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if strings.HasPrefix(line, prefix) {
+				found = line
+			}
+		}
+		return true
+	}, 5*time.Second, 20*time.Millisecond)
+	return found, done
 }

@@ -16,43 +16,65 @@ import (
 // limitArgs wraps a sandboxed command in prlimit, which sets the per-process
 // limits before running it. Every process the command starts inherits them.
 // RLIMIT_FSIZE is the disk quota: no single file may grow past it, sparse or
-// not (host git would read every byte of a sparse file at commit).
+// not (host git would read every byte of a sparse file at commit). Where
+// the command's cgroup has the memory or pids controller, memory.max and
+// pids.max hold for the whole sandbox instead of RLIMIT_AS (which also
+// breaks programs that reserve much address space) and RLIMIT_NPROC
+// (which counts the sandbox user's processes on the whole host).
 func limitArgs(cfg Config) []string {
-	return []string{
+	args := []string{
 		"/usr/bin/prlimit",
 		// SIGXCPU at the soft limit, which the note after the output can
 		// name; SIGKILL a second later for a process that catches it.
 		"--cpu=" + strconv.Itoa(cfg.CPUSeconds) + ":" + strconv.Itoa(cfg.CPUSeconds+1),
-		"--as=" + strconv.FormatInt(cfg.MemoryBytes, 10),
-		"--nproc=" + strconv.Itoa(cfg.MaxProcesses),
-		"--fsize=" + strconv.FormatInt(cfg.MaxBytes, 10),
-		"--core=0",
-		"--",
 	}
+	if !cfg.cgroup.has("memory") {
+		args = append(args, "--as="+strconv.FormatInt(cfg.MemoryBytes, 10))
+	}
+	if !cfg.cgroup.has("pids") {
+		args = append(args, "--nproc="+strconv.Itoa(cfg.MaxProcesses))
+	}
+	return append(args, "--fsize="+strconv.FormatInt(cfg.MaxBytes, 10), "--core=0", "--")
 }
 
 // Exit statuses of a shell whose child died of a signal (128+n).
 const (
+	exitSIGKILL = 128 + int(syscall.SIGKILL)
 	exitSIGXCPU = 128 + int(syscall.SIGXCPU)
 	exitSIGXFSZ = 128 + int(syscall.SIGXFSZ)
 )
 
 // limitNotes explains, after a command's output, which limit it most likely
-// ran into, so that the model does not retry blindly.
-func limitNotes(cfg Config, exitCode int, output string) string {
+// ran into, so that the model does not retry blindly. The cgroup's events
+// are certain; the rest is read from the exit status and the output.
+func limitNotes(cfg Config, exitCode int, output string, cg cgroupEvents) string {
 	var notes []string
+	if cg.oomKills > 0 {
+		notes = append(notes, fmt.Sprintf("[stopped: the sandbox reached its memory limit of %s (cgroup memory.max) and the kernel killed %d process(es)]",
+			formatBytes(cfg.MemoryBytes), cg.oomKills))
+	}
+	if cg.pidsMax > 0 {
+		notes = append(notes, fmt.Sprintf("[limit: the sandbox allows %d processes and threads at once (cgroup pids.max); %d fork(s) failed]",
+			cfg.MaxProcesses, cg.pidsMax))
+	}
 	if exitCode == exitSIGXCPU || strings.Contains(output, "CPU time limit exceeded") {
 		notes = append(notes, fmt.Sprintf("[stopped: a process used up its CPU time limit of %d s and was killed (SIGXCPU)]", cfg.CPUSeconds))
+	}
+	if exitCode == exitSIGKILL && cg.oomKills == 0 {
+		// The kernel's SIGKILL at the hard CPU limit, for a process that
+		// ignored SIGXCPU, or its out-of-memory killer; or the command
+		// killed its own child.
+		notes = append(notes, fmt.Sprintf("[stopped: killed by SIGKILL, most likely at the CPU time limit of %d s (a process that ignores SIGXCPU is killed a second later), else by the kernel's out-of-memory killer or the command itself]", cfg.CPUSeconds))
 	}
 	if exitCode == exitSIGXFSZ || strings.Contains(output, "File size limit exceeded") || strings.Contains(output, "File too large") {
 		notes = append(notes, fmt.Sprintf("[stopped: a file reached the size limit of %s, the workspace's disk quota (SIGXFSZ/EFBIG)]", formatBytes(cfg.MaxBytes)))
 	}
-	if strings.Contains(output, "Cannot fork") || strings.Contains(output, "fork: Resource temporarily unavailable") ||
-		strings.Contains(output, "fork failed: resource temporarily unavailable") {
+	if !cfg.cgroup.has("pids") && (strings.Contains(output, "Cannot fork") || strings.Contains(output, "fork: Resource temporarily unavailable") ||
+		strings.Contains(output, "fork failed: resource temporarily unavailable")) {
 		notes = append(notes, fmt.Sprintf("[limit: the sandbox allows %d processes and threads at once; a fork failed]", cfg.MaxProcesses))
 	}
-	if strings.Contains(output, "Cannot allocate memory") || strings.Contains(output, "memory exhausted") ||
-		strings.Contains(output, "out of memory") || strings.Contains(output, "MemoryError") {
+	if !cfg.cgroup.has("memory") && (strings.Contains(output, "Cannot allocate memory") || strings.Contains(output, "memory exhausted") ||
+		strings.Contains(output, "out of memory") || strings.Contains(output, "MemoryError")) {
 		notes = append(notes, fmt.Sprintf("[limit: each process may map at most %s of memory (address space); an allocation failed]", formatBytes(cfg.MemoryBytes)))
 	}
 	if len(notes) == 0 {

@@ -50,28 +50,7 @@ func TestSandboxHostSecrets(t *testing.T) {
 		require.Equal(t, uint32(sandboxUID), fi.Sys().(*syscall.Stat_t).Uid)
 
 		// And the process itself, seen from the host.
-		done := make(chan Result)
-		go func() {
-			res, _ := w.Run(context.Background(), "sleep 1004", "", 10*time.Second)
-			done <- res
-		}()
-		var uidLine string
-		require.Eventually(t, func() bool {
-			pid := hostPIDWithArgs("sleep\x001004")
-			if pid == 0 {
-				return false
-			}
-			data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-			if err != nil {
-				return false
-			}
-			for line := range strings.SplitSeq(string(data), "\n") {
-				if strings.HasPrefix(line, "Uid:") {
-					uidLine = line
-				}
-			}
-			return true
-		}, 5*time.Second, 20*time.Millisecond)
+		uidLine, done := procLine(t, w, "sleep 1004", 10*time.Second, "sleep\x001004", "status", "Uid:")
 		require.Equal(t, []string{"Uid:", "65534", "65534", "65534", "65534"}, strings.Fields(uidLine))
 		<-done
 	})
@@ -136,7 +115,7 @@ func TestSandboxLimits(t *testing.T) {
 		size, err := os.Stat(filepath.Join(w.Dir(), "big.bin"))
 		require.NoError(t, err)
 		require.LessOrEqual(t, size.Size(), int64(10<<20))
-		require.Contains(t, res.Output, "10 MiB")
+		require.Contains(t, res.Output, "a file reached the size limit of 10 MiB")
 		run(t, w, "rm -f big.bin")
 	})
 
@@ -160,6 +139,15 @@ func TestSandboxLimits(t *testing.T) {
 		require.Less(t, time.Since(start), 10*time.Second)
 		require.False(t, res.TimedOut)
 		require.NotEqual(t, 0, res.ExitCode)
+		require.Contains(t, res.Output, "CPU time limit of 1 s", "exit %d", res.ExitCode)
+	})
+
+	t.Run("CPUSpinIgnoringSIGXCPUStopsAtHardLimit", func(t *testing.T) {
+		start := time.Now()
+		res := run(t, w, "perl -e '$SIG{XCPU} = \"IGNORE\"; 1 while 1'")
+		require.Less(t, time.Since(start), 10*time.Second)
+		require.False(t, res.TimedOut)
+		require.Equal(t, 128+int(syscall.SIGKILL), res.ExitCode, res.Output)
 		require.Contains(t, res.Output, "CPU time limit of 1 s", "exit %d", res.ExitCode)
 	})
 

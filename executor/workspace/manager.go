@@ -49,6 +49,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		locks: map[int64]*sync.Mutex{},
 	}
 	if cfg.Sandbox == SandboxBwrap {
+		m.cfg.cgroup = useCgroup(cfg)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := m.Check(ctx); err != nil {
@@ -78,7 +79,7 @@ func (m *Manager) Check(ctx context.Context) error {
 		return fmt.Errorf("creating sandbox check dir: %w", err)
 	}
 	tools := sandboxTools{bwrap: path}
-	if m.cfg.Network {
+	if m.cfg.slirp() {
 		if tools.slirp, err = exec.LookPath(m.cfg.SlirpPath); err != nil {
 			return fmt.Errorf("finding slirp4netns %q, which the sandbox network needs (install the slirp4netns package, or turn the network off): %w",
 				m.cfg.SlirpPath, err)
@@ -93,7 +94,7 @@ func (m *Manager) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	st, err := m.runSandboxed(ctx, tools, dir, sandboxWorkspace, "true", &out, false)
+	st, err := m.runSandboxed(ctx, tools, 0, dir, sandboxWorkspace, "true", &out, false)
 	if err == nil && st.exitCode != 0 {
 		err = fmt.Errorf("exit status %d", st.exitCode)
 	}

@@ -196,16 +196,35 @@ func waitLoopback(ctx context.Context, pid int) error {
 	}
 }
 
-// blockedRoutes returns blockedNets plus every address of the host's
-// interfaces and the subnet it sits in (its neighbours are as much the
-// host's side as the private ranges), without duplicates. Loopback stays
-// out: inside, it is the sandbox's own.
+// blockedRoutes returns blockedNets plus hostNets, without duplicates.
 func blockedRoutes() ([]string, error) {
 	routes := slices.Clone(blockedNets)
+	nets, err := hostNets()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nets {
+		// A route as specific as slirp4netns's own subnet, or more,
+		// would cut the sandbox off from its gateway and DNS. A wider
+		// one is fine: the subnet's own route wins.
+		if ones, _ := n.Mask.Size(); n.IP.To4() != nil && ones >= 24 && slirpNet.Contains(n.IP) {
+			continue
+		}
+		routes = append(routes, n.String())
+	}
+	slices.Sort(routes)
+	return slices.Compact(routes), nil
+}
+
+// hostNets returns every address of the host's interfaces and the subnet
+// it sits in: its neighbours are as much the host's side as the private
+// ranges. Loopback stays out: inside a sandbox, it is the sandbox's own.
+func hostNets() ([]*net.IPNet, error) {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return nil, fmt.Errorf("listing the host's addresses: %w", err)
 	}
+	var nets []*net.IPNet
 	for _, a := range addrs {
 		ipn, ok := a.(*net.IPNet)
 		if !ok || ipn.IP.IsLoopback() {
@@ -215,18 +234,9 @@ func blockedRoutes() ([]string, error) {
 		if ipn.IP.To4() != nil {
 			bits = 32
 		}
-		host := &net.IPNet{IP: ipn.IP, Mask: net.CIDRMask(bits, bits)}
-		subnet := &net.IPNet{IP: ipn.IP.Mask(ipn.Mask), Mask: ipn.Mask}
-		for _, n := range []*net.IPNet{host, subnet} {
-			// A route as specific as slirp4netns's own subnet, or more,
-			// would cut the sandbox off from its gateway and DNS. A wider
-			// one is fine: the subnet's own route wins.
-			if ones, _ := n.Mask.Size(); n.IP.To4() != nil && ones >= 24 && slirpNet.Contains(n.IP) {
-				continue
-			}
-			routes = append(routes, n.String())
-		}
+		nets = append(nets,
+			&net.IPNet{IP: ipn.IP, Mask: net.CIDRMask(bits, bits)},
+			&net.IPNet{IP: ipn.IP.Mask(ipn.Mask), Mask: ipn.Mask})
 	}
-	slices.Sort(routes)
-	return slices.Compact(routes), nil
+	return nets, nil
 }

@@ -103,7 +103,8 @@ func (l *launch) close() {
 
 // newLaunch builds the bubblewrap invocation that runs command with
 // /bin/sh -c in a sandbox around the workspace at dir, starting in chdir.
-func newLaunch(cfg Config, dir, chdir, command string) (l *launch, err error) {
+// With an egress list, proxySock is the egress proxy's socket on the host.
+func newLaunch(cfg Config, dir, chdir, command, proxySock string) (l *launch, err error) {
 	l = &launch{privileged: os.Geteuid() == 0}
 	defer func() {
 		if err != nil {
@@ -124,7 +125,7 @@ func newLaunch(cfg Config, dir, chdir, command string) (l *launch, err error) {
 		"--clearenv",
 		"--hostname", "sandbox",
 	)
-	if cfg.Network {
+	if cfg.slirp() {
 		infoR, infoW, err := os.Pipe()
 		if err != nil {
 			return nil, fmt.Errorf("creating pipe for bubblewrap: %w", err)
@@ -164,7 +165,7 @@ func newLaunch(cfg Config, dir, chdir, command string) (l *launch, err error) {
 	for _, f := range etcFiles {
 		l.args = append(l.args, "--ro-bind-try", f, f)
 	}
-	if cfg.Network {
+	if cfg.slirp() {
 		fd, err := l.data([]byte(sandboxResolvConf))
 		if err != nil {
 			return nil, err
@@ -185,6 +186,12 @@ func newLaunch(cfg Config, dir, chdir, command string) (l *launch, err error) {
 	for _, p := range cfg.ExtraReadOnly {
 		l.args = append(l.args, "--ro-bind", p, p)
 	}
+	env := sandboxEnv(cfg)
+	if proxySock != "" {
+		l.args = append(l.args, parentDirs([]string{sandboxRelay})...)
+		l.args = append(l.args, "--ro-bind", cfg.RelayPath, sandboxRelay, "--ro-bind", proxySock, sandboxProxySck)
+		env = append(env, proxyEnv()...)
+	}
 	l.args = append(l.args,
 		"--bind", dir, sandboxWorkspace,
 		// Mounted over the writable workspace: sandboxed code may read
@@ -193,17 +200,22 @@ func newLaunch(cfg Config, dir, chdir, command string) (l *launch, err error) {
 		"--remount-ro", "/",
 		"--chdir", chdir,
 	)
-	for _, kv := range sandboxEnv(cfg) {
+	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		l.args = append(l.args, "--setenv", k, v)
 	}
-	l.args = append(l.args, limitArgs(cfg)...)
+	// setpriv, then the relay (a Go program, which needs more address
+	// space than a small memory limit leaves it), then the limits.
 	if l.privileged {
 		id := strconv.Itoa(sandboxUID)
 		l.args = append(l.args, "/usr/bin/setpriv", "--reuid="+id, "--regid="+id, "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--")
 	}
-	l.args = append(l.args, "/bin/sh", "-c", command)
+	cmd := append(limitArgs(cfg), "/bin/sh", "-c", command)
+	if proxySock != "" {
+		cmd = relayArgs(cmd...)
+	}
+	l.args = append(l.args, cmd...)
 	return l, nil
 }
 
@@ -246,6 +258,17 @@ func sandboxEnv(cfg Config) []string {
 		"GIT_CONFIG_COUNT=1",
 		"GIT_CONFIG_KEY_0=safe.directory",
 		"GIT_CONFIG_VALUE_0=" + sandboxWorkspace,
+	}
+}
+
+// proxyEnv points a command's tools at the egress relay. The sandbox's
+// loopback is its own, so it need not go through the proxy.
+func proxyEnv() []string {
+	proxy := "http://" + egressProxyAddr
+	noProxy := "localhost,127.0.0.1,::1"
+	return []string{
+		"HTTP_PROXY=" + proxy, "HTTPS_PROXY=" + proxy, "http_proxy=" + proxy, "https_proxy=" + proxy,
+		"NO_PROXY=" + noProxy, "no_proxy=" + noProxy,
 	}
 }
 
@@ -297,12 +320,12 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 		cmd := exec.CommandContext(runCtx, "/bin/sh", "-c", command)
 		cmd.Dir = filepath.Join(w.dir, filepath.FromSlash(rel))
 		cmd.Env = sandboxEnv(w.m.cfg)
-		st, err = runGroup(cmd, out, nil)
+		st, err = runGroup(cmd, out, nil, nil)
 	default:
 		if w.tools.bwrap == "" {
 			return Result{}, errors.New("running command: sandbox not checked; create the workspace through NewManager")
 		}
-		st, err = w.m.runSandboxed(runCtx, w.tools, w.dir, path2sandbox(rel), command, out, true)
+		st, err = w.m.runSandboxed(runCtx, w.tools, w.id, w.dir, path2sandbox(rel), command, out, true)
 	}
 	res := Result{Duration: st.duration, ExitCode: st.exitCode, OverQuota: st.overQuota > 0}
 	res.Output, res.Truncated = out.result()
@@ -326,7 +349,10 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 		res.Output += fmt.Sprintf("\n[command timed out after %s and was killed]", timeout)
 	}
 	if w.m.cfg.Sandbox != SandboxNone {
-		res.Output += limitNotes(w.m.cfg, res.ExitCode, res.Output)
+		res.Output += limitNotes(w.m.cfg, res.ExitCode, res.Output, st.cgroup)
+	}
+	for _, r := range st.refused {
+		res.Output += "\n[the sandbox's egress proxy refused " + r + "; only the hosts in " + egressSetting + " are reachable]"
 	}
 	if size, err := w.size(); err != nil {
 		return res, fmt.Errorf("running command: %w", err)
@@ -341,15 +367,26 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 type runState struct {
 	exitCode  int
 	duration  time.Duration
-	overQuota int64 // bytes the workspace held when the quota watcher stopped the command; 0 if it did not
+	overQuota int64    // bytes the workspace held when the quota watcher stopped the command; 0 if it did not
+	refused   []string // what the egress proxy refused, at most egressMaxRefusals
+	cgroup    cgroupEvents
 }
 
 // runSandboxed runs command under bubblewrap with the workspace at dir and
 // returns how it ended. A non-zero exit or a kill at ctx's deadline is not an
 // error. With quota, the workspace is watched during the command and the
 // command killed once it passes Config.MaxBytes.
-func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, dir, chdir, command string, out io.Writer, quota bool) (runState, error) {
-	l, err := newLaunch(m.cfg, dir, chdir, command)
+func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, ticket int64, dir, chdir, command string, out io.Writer, quota bool) (st runState, err error) {
+	var proxySock string
+	if len(m.cfg.egress) > 0 {
+		proxy, err := m.startEgress(ticket)
+		if err != nil {
+			return runState{}, fmt.Errorf("starting the egress proxy: %w", err)
+		}
+		defer func() { st.refused = proxy.stop() }()
+		proxySock = proxy.sock
+	}
+	l, err := newLaunch(m.cfg, dir, chdir, command, proxySock)
 	if err != nil {
 		return runState{}, err
 	}
@@ -359,14 +396,26 @@ func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, dir, chd
 			return runState{}, err
 		}
 	}
+	var cg *sandboxCgroup
+	if m.cfg.cgroup != nil {
+		if cg, err = m.cfg.cgroup.create(m.cfg); err != nil {
+			return runState{}, err
+		}
+		defer func() {
+			st.cgroup = cg.events()
+			if rerr := cg.remove(); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+	}
 	cmd := exec.CommandContext(ctx, tools.bwrap, l.args...)
 	cmd.Dir = dir
 	cmd.Env = sandboxEnv(m.cfg)
 	cmd.ExtraFiles = l.files
-	return runGroup(cmd, out, func(pgid int) (func() int64, error) {
+	return runGroup(cmd, out, cg, func(pgid int) (func() int64, error) {
 		l.started()
 		var stopNet func()
-		if m.cfg.Network {
+		if m.cfg.slirp() {
 			stop, err := startNetwork(ctx, l, tools)
 			if err != nil {
 				return nil, fmt.Errorf("setting up the sandbox network: %w", err)
@@ -391,13 +440,21 @@ func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, dir, chd
 // context ends. started, if not nil, runs once cmd has started; it returns
 // a function called once cmd has ended, which returns the workspace size at
 // which the quota watcher killed the command, or 0.
-func runGroup(cmd *exec.Cmd, out io.Writer, started func(pgid int) (func() int64, error)) (runState, error) {
+func runGroup(cmd *exec.Cmd, out io.Writer, cg *sandboxCgroup, started func(pgid int) (func() int64, error)) (runState, error) {
 	cmd.Stdout = out
 	cmd.Stderr = out
 	// Its own process group, killed whole at the timeout. Inside bwrap the
-	// PID namespace dies with bwrap, taking every descendant along.
+	// PID namespace dies with bwrap, taking every descendant along; with a
+	// cgroup, bwrap starts in it and it is killed whole as well.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cg != nil {
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = int(cg.fd.Fd())
+	}
 	cmd.Cancel = func() error {
+		if cg != nil {
+			cg.kill()
+		}
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	cmd.WaitDelay = 5 * time.Second

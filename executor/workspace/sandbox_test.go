@@ -167,19 +167,7 @@ func hostListeners(t *testing.T) ([]string, chan string) {
 	accepted := make(chan string, 100)
 	var out []string
 	for _, ip := range ips {
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				accepted <- ln.Addr().String()
-				_ = c.Close()
-			}
-		}()
+		ln := serveTCP(t, net.JoinHostPort(ip, "0"), func(c net.Conn) { accepted <- c.LocalAddr().String() })
 		out = append(out, ln.Addr().String())
 	}
 	return out, accepted
