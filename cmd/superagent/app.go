@@ -342,13 +342,8 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	a.webhooks.APIRoutes(hs.API)
 	admin.NewTicketsAPI(a.db, a.tickets, a.sessions, a.logger).WithPauser(a.pauser()).Routes(hs.API)
 	panel.Routes(hs.Root)
-	return &http.Server{
-		Handler:           hs,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}, nil
+	// Header, body and idle timeouts: see httpserver.HTTPServer.
+	return hs.HTTPServer(context.WithoutCancel(ctx)), nil
 }
 
 // startFeishuLongConn receives Feishu events over the SDK's long connection

@@ -35,6 +35,15 @@ type Config struct {
 	// Authenticators decide who a request under /api comes from; the first
 	// that recognises it wins. Requests none recognises get 401.
 	Authenticators []Authenticator
+	// ReadHeaderTimeout bounds reading a request's headers. Default
+	// DefaultReadHeaderTimeout (10 seconds).
+	ReadHeaderTimeout time.Duration
+	// BodyReadTimeout bounds reading a request's body once its headers are
+	// in. Default DefaultBodyReadTimeout (30 seconds).
+	BodyReadTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long. Default
+	// DefaultIdleTimeout (1 minute).
+	IdleTimeout time.Duration
 }
 
 // Authenticator recognises the caller of a request.
@@ -67,11 +76,22 @@ func New(cfg Config) *Server {
 	if cfg.APIBodyLimit <= 0 {
 		cfg.APIBodyLimit = 1 << 20
 	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
 	s := &Server{cfg: cfg, logger: cfg.Logger}
 	m := newHTTPMetrics(cfg.Registerer)
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.accessLog(m), s.recoverer)
+	// The deadline comes first: it needs the connection's own
+	// ResponseWriter, before any middleware wraps it.
+	r.Use(bodyDeadline(cfg.BodyReadTimeout), middleware.RequestID, s.accessLog(m), s.recoverer)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
