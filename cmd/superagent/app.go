@@ -316,6 +316,15 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	if err != nil {
 		return nil, err
 	}
+	if cfg.AdminToken == "" {
+		// A token file edited by hand gets the setting's rules.
+		if err := checkAdminToken(filepath.Join(cfg.DataDir, adminTokenFile), token); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.FeishuMode == "webhook" && cfg.FeishuAppID != "" && cfg.FeishuEncryptKey == "" {
+		a.logger.Warn("/webhooks/feishu is off: Feishu signs events only with an Encrypt Key; set SUPERAGENT_FEISHU_ENCRYPT_KEY and SUPERAGENT_FEISHU_VERIFICATION_TOKEN, or SUPERAGENT_FEISHU_MODE=longconn")
+	}
 	cfg.scrub.Add(token)
 	jobs, err := a.queue.UIHandler(ctx, "/admin/jobs", a.logger)
 	if err != nil {
