@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/superagent-dev/superagent/internal/httpserver"
@@ -143,21 +145,23 @@ func (a *Admin) postSignIn(w http.ResponseWriter, r *http.Request) error {
 	name := strings.TrimSpace(r.PostFormValue("name"))
 	next := safeNext(r.PostFormValue("next"))
 	token := r.PostFormValue("token")
-	addr, now := clientAddress(r), a.cfg.Now()
-	if a.limit.blocked(addr, now) {
-		return a.render(w, r, http.StatusTooManyRequests, "signin.html", pageData{
-			Title: "Sign in",
-			Data:  signInData{Name: name, Next: next, Error: "Too many wrong tokens from your address. Wait ten minutes and try again."},
-		})
-	}
+	now := a.cfg.Now()
+	// The token is checked before the limit: the right one always signs
+	// in, and only wrong ones are counted or refused.
 	if a.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(a.cfg.Token)) != 1 {
-		a.limit.fail(addr, now)
+		if ok, wait := a.limit.Fail(httpserver.ClientAddress(r), now); !ok {
+			httpserver.SetRetryAfter(w, wait)
+			return a.render(w, r, http.StatusTooManyRequests, "signin.html", pageData{
+				Title: "Sign in",
+				Data: signInData{Name: name, Next: next, Error: fmt.Sprintf(
+					"Too many wrong tokens from your address. Wait %s and try again.", waitText(wait))},
+			})
+		}
 		return a.render(w, r, http.StatusUnauthorized, "signin.html", pageData{
 			Title: "Sign in",
 			Data:  signInData{Name: name, Next: next, Error: "That is not the admin token."},
 		})
 	}
-	a.limit.succeed(addr)
 	if name == "" {
 		name = defaultActor
 	}
@@ -207,6 +211,14 @@ func (a *Admin) postSignOut(w http.ResponseWriter, r *http.Request) error {
 	})
 	http.Redirect(w, r, "/admin/signin?signed_out=1", http.StatusSeeOther)
 	return nil
+}
+
+// waitText says how long wait is, in words, rounded up to a minute.
+func waitText(wait time.Duration) string {
+	if m := int((wait + time.Minute - 1) / time.Minute); m > 1 {
+		return fmt.Sprintf("%d minutes", m)
+	}
+	return "a minute"
 }
 
 // safeNext keeps a post-sign-in redirect inside the panel.

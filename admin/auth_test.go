@@ -82,9 +82,18 @@ func TestSignInGuessingIsLimited(t *testing.T) {
 	for range signInMaxFailures {
 		require.Equal(t, http.StatusUnauthorized, c.post("/admin/signin", url.Values{"token": {"guess"}}).status)
 	}
-	res := c.post("/admin/signin", url.Values{"token": {testToken}})
-	require.Equal(t, http.StatusTooManyRequests, res.status, "even the right token waits once the address is blocked")
+	res := c.post("/admin/signin", url.Values{"token": {"guess"}})
+	require.Equal(t, http.StatusTooManyRequests, res.status)
 	require.Contains(t, res.body, "Too many wrong tokens")
+	require.Contains(t, res.body, "Wait a minute")
+	require.Equal(t, "60", res.header.Get("Retry-After"))
+
+	// Guessing never locks the owner out: the right token signs in from
+	// the limited address, and does not lift the limit for guesses.
+	res = c.post("/admin/signin", url.Values{"token": {testToken}, "name": {"Ada"}})
+	require.Equal(t, http.StatusSeeOther, res.status)
+	require.Contains(t, res.header.Get("Set-Cookie"), CookieName+"=")
+	require.Equal(t, http.StatusTooManyRequests, p.client(t).post("/admin/signin", url.Values{"token": {"guess"}}).status)
 }
 
 func TestSignInWithoutNameRecordsAdmin(t *testing.T) {

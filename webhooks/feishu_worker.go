@@ -22,7 +22,7 @@ func (s *Service) processFeishu(ctx context.Context, d Delivery) error {
 	if err != nil {
 		return err
 	}
-	ev, err := feishu.Parse(d.Body, feishu.ParseOptions{BotOpenID: bot})
+	ev, err := readPayload(s, d, func() (*feishu.Event, error) { return feishu.Parse(d.Body, feishu.ParseOptions{BotOpenID: bot}) })
 	if err != nil {
 		return s.finish(ctx, d, DeliveryFailed, err.Error())
 	}

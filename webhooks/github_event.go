@@ -118,6 +118,9 @@ func parseGitHub(event string, body []byte, bot string) (ghEvent, error) {
 	if err != nil {
 		return ghEvent{}, fmt.Errorf("parsing %s payload: %w", event, err)
 	}
+	if what := missingObject(payload); what != "" {
+		return ghEvent{}, fmt.Errorf("%s payload has no %s", eventAction(event, payload), what)
+	}
 	p := ghParser{bot: strings.ToLower(bot)}
 	switch e := payload.(type) {
 	case *github.InstallationEvent:
@@ -159,6 +162,51 @@ func parseGitHub(event string, body []byte, bot string) (ghEvent, error) {
 		}
 	}
 	return ev, nil
+}
+
+// missingObject names the object a payload is about when it is absent or
+// null: a signed payload may still be hostile or broken, and the parsers
+// below read those objects' fields.
+func missingObject(payload any) string {
+	type object struct {
+		name    string
+		present bool
+	}
+	var need []object
+	switch e := payload.(type) {
+	case *github.IssuesEvent:
+		need = []object{{"issue", e.Issue != nil}}
+	case *github.IssueCommentEvent:
+		need = []object{{"issue", e.Issue != nil}, {"comment", e.Comment != nil}}
+	case *github.PullRequestEvent:
+		need = []object{{"pull_request", e.PullRequest != nil}}
+	case *github.PullRequestReviewEvent:
+		need = []object{{"review", e.Review != nil}, {"pull_request", e.PullRequest != nil}}
+	case *github.PullRequestReviewCommentEvent:
+		need = []object{{"comment", e.Comment != nil}, {"pull_request", e.PullRequest != nil}}
+	case *github.PullRequestReviewThreadEvent:
+		need = []object{{"pull_request", e.PullRequest != nil}}
+	case *github.CheckRunEvent:
+		need = []object{{"check_run", e.CheckRun != nil}}
+	case *github.CheckSuiteEvent:
+		need = []object{{"check_suite", e.CheckSuite != nil}}
+	case *github.WorkflowRunEvent:
+		need = []object{{"workflow_run", e.WorkflowRun != nil}}
+	}
+	for _, o := range need {
+		if !o.present {
+			return o.name
+		}
+	}
+	return ""
+}
+
+// eventAction is "event.action", or the event alone when it has no action.
+func eventAction(event string, payload any) string {
+	if a, ok := payload.(interface{ GetAction() string }); ok && a.GetAction() != "" {
+		return event + "." + a.GetAction()
+	}
+	return event
 }
 
 type ghParser struct {

@@ -1,10 +1,11 @@
 package webhooks
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -24,7 +25,10 @@ var githubHeaders = []string{
 }
 
 // handleGitHub receives one GitHub webhook. Order matters: nothing about
-// the body is trusted, or even read whole, before its signature checks out.
+// the body is trusted, or even read whole, before its signature checks out;
+// and the body is read at all only once the headers could belong to a real
+// delivery, into a buffer that grows as bytes arrive (a Content-Length is a
+// claim, not a reason to reserve memory).
 func (s *Service) handleGitHub(w http.ResponseWriter, r *http.Request) {
 	s.handle(s.receiveGitHub)(w, r)
 }
@@ -35,44 +39,23 @@ func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
 		return httpserver.Errorf(http.StatusNotFound, "GitHub webhooks are not configured")
 	}
 	event := r.Header.Get("X-GitHub-Event")
-	if r.ContentLength > cfg.MaxBody {
+	if err := checkGitHubHeaders(r.Header, cfg, r.ContentLength); err != nil {
 		s.metrics.count("github", event, "rejected")
-		return httpserver.Errorf(http.StatusRequestEntityTooLarge, "request body too large")
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		s.metrics.count("github", event, "rejected")
-		return httpserver.Errorf(http.StatusUnsupportedMediaType, "content type must be application/json (set the webhook's content type to JSON)")
-	}
-	// Only the SHA-256 header counts: go-github would also take the SHA-1
-	// one, and skips the check altogether when secret and header are empty
-	// (the secret is checked above).
-	sig := r.Header.Get(github.SHA256SignatureHeader)
-	if !strings.HasPrefix(sig, "sha256=") {
-		s.metrics.count("github", event, "rejected")
-		return httpserver.Errorf(http.StatusUnauthorized, "missing X-Hub-Signature-256")
+		return err
 	}
 	body, err := readBody(w, r, cfg.MaxBody)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.metrics.count("github", event, "rejected")
-			return httpserver.Errorf(http.StatusRequestEntityTooLarge, "request body too large")
-		}
-		return &httpserver.Error{Status: http.StatusBadRequest, Message: "reading request body failed", Err: err}
+		s.metrics.count("github", event, "rejected")
+		return err
 	}
-	if github.ValidateSignature(sig, body, []byte(cfg.WebhookSecret)) != nil {
+	// Only the SHA-256 header counts: go-github would also take the SHA-1
+	// one, and skips the check altogether when secret and header are empty
+	// (both are checked above).
+	if github.ValidateSignature(r.Header.Get(github.SHA256SignatureHeader), body, []byte(cfg.WebhookSecret)) != nil {
 		s.metrics.count("github", event, "rejected")
 		return httpserver.Errorf(http.StatusUnauthorized, "signature does not match")
 	}
-	if target := r.Header.Get("X-GitHub-Hook-Installation-Target-ID"); target != "" && cfg.AppID != 0 && target != strconv.FormatInt(cfg.AppID, 10) {
-		s.metrics.count("github", event, "rejected")
-		return httpserver.Errorf(http.StatusForbidden, "webhook is for another GitHub App")
-	}
 	guid := r.Header.Get("X-GitHub-Delivery")
-	if event == "" || guid == "" || len(guid) > 200 || len(event) > 100 {
-		s.metrics.count("github", event, "rejected")
-		return httpserver.Errorf(http.StatusBadRequest, "missing or invalid X-GitHub-Event or X-GitHub-Delivery")
-	}
 	if event == "ping" {
 		s.metrics.count("github", event, "accepted")
 		httpserver.WriteJSON(w, http.StatusOK, map[string]string{"status": "pong"})
@@ -149,11 +132,66 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery)
 	return out, nil
 }
 
-// readBody reads at most limit bytes, sized by Content-Length when sent.
+// checkGitHubHeaders refuses, from the headers alone, a request that cannot
+// be a delivery of this App: it is what anyone may send unauthenticated, so
+// it costs nothing but the headers.
+func checkGitHubHeaders(h http.Header, cfg GitHubConfig, length int64) error {
+	if !token(h.Get("X-GitHub-Event"), 100, isEventByte) || !token(h.Get("X-GitHub-Delivery"), 200, isVisibleByte) {
+		return httpserver.Errorf(http.StatusBadRequest, "missing or invalid X-GitHub-Event or X-GitHub-Delivery")
+	}
+	if length > cfg.MaxBody {
+		return httpserver.Errorf(http.StatusRequestEntityTooLarge, "request body too large")
+	}
+	if mt, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || mt != "application/json" {
+		return httpserver.Errorf(http.StatusUnsupportedMediaType, "content type must be application/json (set the webhook's content type to JSON)")
+	}
+	sig, ok := strings.CutPrefix(h.Get(github.SHA256SignatureHeader), "sha256=")
+	if !ok {
+		return httpserver.Errorf(http.StatusUnauthorized, "missing X-Hub-Signature-256")
+	}
+	if len(sig) != 2*sha256.Size || !token(sig, 2*sha256.Size, isHexByte) {
+		return httpserver.Errorf(http.StatusUnauthorized, "signature does not match")
+	}
+	if target := h.Get("X-GitHub-Hook-Installation-Target-ID"); target != "" && cfg.AppID != 0 && target != strconv.FormatInt(cfg.AppID, 10) {
+		return httpserver.Errorf(http.StatusForbidden, "webhook is for another GitHub App")
+	}
+	return nil
+}
+
+// token reports whether v is 1 to max bytes, each passing ok.
+func token(v string, max int, ok func(byte) bool) bool {
+	if v == "" || len(v) > max {
+		return false
+	}
+	for i := range len(v) {
+		if !ok(v[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isEventByte(c byte) bool   { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' }
+func isVisibleByte(c byte) bool { return '!' <= c && c <= '~' }
+func isHexByte(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// readBody reads at most limit bytes into a buffer that grows as they
+// arrive. Its errors carry their status: 413 past the limit, 408 when the
+// body does not arrive within the server's deadline.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), limit)+bytes.MinRead))
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	return buf.Bytes(), err
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &tooBig):
+		return nil, httpserver.Errorf(http.StatusRequestEntityTooLarge, "request body too large")
+	case httpserver.IsTimeout(err):
+		return nil, &httpserver.Error{Status: http.StatusRequestTimeout, Message: "request body not received in time", Err: err}
+	}
+	return nil, &httpserver.Error{Status: http.StatusBadRequest, Message: "reading request body failed", Err: err}
 }
 
 func (s *Service) handle(fn httpserver.HandlerFunc) http.HandlerFunc {

@@ -143,6 +143,42 @@ func TestOversizedBodies(t *testing.T) {
 	require.Zero(t, count(t, d, "SELECT COUNT(*) FROM deliveries"))
 }
 
+// Whatever the headers alone show cannot be a delivery of this App is
+// refused before a byte of the body is read.
+func TestRefusedFromTheHeadersAlone(t *testing.T) {
+	t.Parallel()
+	e := setup(t, dbtest.SQLite(t))
+	r := chi.NewRouter()
+	e.svc.Routes(r)
+	cases := []struct {
+		name   string
+		modify func(h http.Header)
+		status int
+	}{
+		{"no event", func(h http.Header) { h.Del("X-GitHub-Event") }, http.StatusBadRequest},
+		{"event of another shape", func(h http.Header) { h.Set("X-GitHub-Event", "Issues; drop") }, http.StatusBadRequest},
+		{"no delivery id", func(h http.Header) { h.Del("X-GitHub-Delivery") }, http.StatusBadRequest},
+		{"delivery id with spaces", func(h http.Header) { h.Set("X-GitHub-Delivery", "a b") }, http.StatusBadRequest},
+		{"no signature", func(h http.Header) { h.Del("X-Hub-Signature-256") }, http.StatusUnauthorized},
+		{"short signature", func(h http.Header) { h.Set("X-Hub-Signature-256", "sha256=00") }, http.StatusUnauthorized},
+		{"signature not hex", func(h http.Header) { h.Set("X-Hub-Signature-256", "sha256="+strings.Repeat("zz", 32)) }, http.StatusUnauthorized},
+		{"another App", func(h http.Header) { h.Set("X-GitHub-Hook-Installation-Target-ID", "999") }, http.StatusForbidden},
+		{"form content type", func(h http.Header) { h.Set("Content-Type", "application/x-www-form-urlencoded") }, http.StatusUnsupportedMediaType},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := &countingReader{limit: 1 << 20}
+			req := httptest.NewRequest(http.MethodPost, "/webhooks/github", body)
+			req.Header = e.request(t, "issues", e.guid(), nil).Header
+			c.modify(req.Header)
+			rec := httptest.NewRecorder()
+			r.ServeHTTP(rec, req)
+			require.Equal(t, c.status, rec.Code, rec.Body.String())
+			require.Zero(t, body.n, "the body was read")
+		})
+	}
+}
+
 func TestRedelivery(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {

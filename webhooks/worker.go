@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -89,7 +90,7 @@ func (s *Service) processGitHub(ctx context.Context, d Delivery, attempt int) er
 	if err != nil {
 		return err
 	}
-	ev, err := parseGitHub(d.Event, d.Body, slug)
+	ev, err := readPayload(s, d, func() (ghEvent, error) { return parseGitHub(d.Event, d.Body, slug) })
 	if err != nil {
 		return s.finish(ctx, d, DeliveryFailed, err.Error())
 	}
@@ -136,6 +137,23 @@ func (s *Service) processGitHub(ctx context.Context, d Delivery, attempt int) er
 		}
 		return "branch " + c.Branch + " does not matter", nil
 	})
+}
+
+// readPayload runs parse, the pure decoding of d's payload, and turns a
+// panic in it into an error that fails the delivery. The parsers check what
+// they read, so this is the backstop for a bug: a signed but hostile payload
+// must end its delivery once, not make River retry a job that panics the
+// same way every time.
+func readPayload[T any](s *Service, d Delivery, parse func() (T, error)) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.logger.Error("reading a delivery's payload panicked", "delivery", d.ID, "source", d.Source, "event", d.Event,
+				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			var zero T
+			v, err = zero, fmt.Errorf("reading %s payload: internal error: %v", d.Event, p)
+		}
+	}()
+	return parse()
 }
 
 // admit stores a delivery's card and marks the delivery processed in one

@@ -338,6 +338,15 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	if err != nil {
 		return nil, err
 	}
+	if cfg.AdminToken == "" {
+		// A token file edited by hand gets the setting's rules.
+		if err := checkAdminToken(filepath.Join(cfg.DataDir, adminTokenFile), token); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.FeishuMode == "webhook" && cfg.FeishuAppID != "" && cfg.FeishuEncryptKey == "" {
+		a.logger.Warn("/webhooks/feishu is off: Feishu signs events only with an Encrypt Key; set SUPERAGENT_FEISHU_ENCRYPT_KEY and SUPERAGENT_FEISHU_VERIFICATION_TOKEN, or SUPERAGENT_FEISHU_MODE=longconn")
+	}
 	cfg.scrub.Add(token)
 	jobs, err := a.queue.UIHandler(ctx, "/admin/jobs", a.logger)
 	if err != nil {
@@ -364,13 +373,8 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	a.webhooks.APIRoutes(hs.API)
 	admin.NewTicketsAPI(a.db, a.tickets, a.sessions, a.logger).WithPauser(a.pauser()).Routes(hs.API)
 	panel.Routes(hs.Root)
-	return &http.Server{
-		Handler:           hs,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}, nil
+	// Header, body and idle timeouts: see httpserver.HTTPServer.
+	return hs.HTTPServer(context.WithoutCancel(ctx)), nil
 }
 
 // watchLeases restarts, from every process, the Executors and the main

@@ -8,9 +8,12 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
 	"github.com/superagent-dev/superagent/executor/workspace"
@@ -93,6 +96,20 @@ type settingError struct {
 
 func (e *settingError) Error() string { return e.Name + ": " + e.Problem }
 
+// configErrors is every problem found in a configuration, printed on one
+// line so that one start shows them all.
+type configErrors []error
+
+func (e configErrors) Error() string {
+	parts := make([]string, len(e))
+	for i, err := range e {
+		parts[i] = err.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e configErrors) Unwrap() []error { return e }
+
 // loadConfig reads and validates the configuration through getenv.
 func loadConfig(getenv func(string) string) (*config, error) {
 	// `superagent setup github` stores the App's credentials in the data
@@ -132,14 +149,17 @@ func loadConfig(getenv func(string) string) (*config, error) {
 	if c.RouterModel == "" {
 		c.RouterModel = c.Model
 	}
-	if c.Model == "" && c.RouterModel != "" {
-		return nil, &settingError{"SUPERAGENT_MODEL", "required when SUPERAGENT_ROUTER_MODEL is set: the Executors work the Tickets the main Session routes"}
-	}
 	if c.DatabaseURL == "" {
 		c.DatabaseURL = db.DefaultURL(c.DataDir)
 	}
 
 	checks := []func() error{
+		func() error {
+			if c.Model == "" && c.RouterModel != "" {
+				return &settingError{"SUPERAGENT_MODEL", "required when SUPERAGENT_ROUTER_MODEL is set: the Executors work the Tickets the main Session routes"}
+			}
+			return nil
+		},
 		func() error { return checkAddr("SUPERAGENT_ADDR", c.Addr) },
 		func() error {
 			if c.MetricsAddr == "" {
@@ -149,10 +169,10 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		},
 		func() error { return checkDatabaseURL("SUPERAGENT_DATABASE_URL", c.DatabaseURL) },
 		func() error {
-			if c.AdminToken != "" && len(c.AdminToken) < 16 {
-				return &settingError{"SUPERAGENT_ADMIN_TOKEN", "must be at least 16 characters (or unset, to generate one)"}
+			if c.AdminToken == "" {
+				return nil // generated on first start
 			}
-			return nil
+			return checkAdminToken("SUPERAGENT_ADMIN_TOKEN", c.AdminToken)
 		},
 		func() (err error) {
 			c.GitHubAppID, err = parseAppID("SUPERAGENT_GITHUB_APP_ID", getenv("SUPERAGENT_GITHUB_APP_ID"))
@@ -170,6 +190,19 @@ func loadConfig(getenv func(string) string) (*config, error) {
 				return &settingError{"SUPERAGENT_FEISHU_MODE", fmt.Sprintf("must be webhook or longconn, got %q", c.FeishuMode)}
 			}
 			return nil
+		},
+		func() error {
+			// /webhooks/feishu needs both to authenticate an event, and stays
+			// off (404) with one of them only: that is a mistake to report
+			// now, not a quiet 404 later.
+			if c.FeishuMode != "webhook" || (c.FeishuEncryptKey == "") == (c.FeishuVerificationToken == "") {
+				return nil
+			}
+			set, unset := "SUPERAGENT_FEISHU_ENCRYPT_KEY", "SUPERAGENT_FEISHU_VERIFICATION_TOKEN"
+			if c.FeishuEncryptKey == "" {
+				set, unset = unset, set
+			}
+			return &settingError{unset, fmt.Sprintf("required when %s is set: /webhooks/feishu checks both (copy them from the Feishu console, Events & Callbacks → Encryption Strategy)", set)}
 		},
 		func() error {
 			switch v := getenv("SUPERAGENT_SECURE_COOKIE"); v {
@@ -242,10 +275,16 @@ func loadConfig(getenv func(string) string) (*config, error) {
 			return nil
 		},
 		func() error {
+			var problems []string
 			for _, p := range c.SandboxReadOnly {
 				if !strings.HasPrefix(p, "/") {
-					return &settingError{"SUPERAGENT_SANDBOX_READONLY", fmt.Sprintf("%q is not an absolute path", p)}
+					problems = append(problems, fmt.Sprintf("%q is not an absolute path", p))
+				} else if overlaps(p, c.DataDir) {
+					problems = append(problems, fmt.Sprintf("%q overlaps the data directory %s, which holds the database and the admin token: the sandbox must not see it", p, c.DataDir))
 				}
+			}
+			if len(problems) > 0 {
+				return &settingError{"SUPERAGENT_SANDBOX_READONLY", strings.Join(problems, ", ")}
 			}
 			return nil
 		},
@@ -286,13 +325,70 @@ func loadConfig(getenv func(string) string) (*config, error) {
 			return nil
 		},
 	}
+	var problems configErrors
 	for _, check := range checks {
 		if err := check(); err != nil {
-			return nil, err
+			problems = append(problems, err)
 		}
+	}
+	switch len(problems) {
+	case 0:
+	case 1:
+		return nil, problems[0]
+	default:
+		return nil, problems
 	}
 	c.scrub = secret.New(c.secrets()...)
 	return c, nil
+}
+
+// minAdminTokenLength is the shortest admin token accepted.
+const minAdminTokenLength = 16
+
+// checkAdminToken refuses an admin token that is short, or blank or holds
+// white space or control characters (a pasting mistake, and a header
+// cannot carry it whole).
+func checkAdminToken(name, tok string) error {
+	switch {
+	case strings.TrimSpace(tok) == "":
+		return &settingError{name, "must not be blank (unset it to generate one)"}
+	case strings.IndexFunc(tok, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return &settingError{name, "must not contain spaces or control characters"}
+	case utf8.RuneCountInString(tok) < minAdminTokenLength:
+		return &settingError{name, fmt.Sprintf("must be at least %d characters (or unset, to generate one)", minAdminTokenLength)}
+	}
+	return nil
+}
+
+// overlaps reports whether one of the paths a and b is the other or inside
+// it, once made absolute and, where they exist, free of symbolic links.
+func overlaps(a, b string) bool {
+	a, b = realPath(a), realPath(b)
+	return a == b || within(a, b) || within(b, a)
+}
+
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// realPath is p absolute and clean, with the symbolic links of its longest
+// existing prefix resolved.
+func realPath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	for dir, rest := abs, ""; ; {
+		if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(resolved, rest)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return abs
+		}
+		dir, rest = parent, filepath.Join(filepath.Base(dir), rest)
+	}
 }
 
 // secrets lists every secret value the process holds, for scrubbing.
@@ -396,15 +492,22 @@ func loadPrivateKey(name, v string) ([]byte, error) {
 	return data, nil
 }
 
+// parseLevel reads one of the four level names. slog would also take
+// offsets such as "debug+100", which silence every line.
 func parseLevel(name, v string) (slog.Level, error) {
-	var l slog.Level
-	if v == "" {
+	switch strings.ToLower(v) {
+	case "":
 		return slog.LevelInfo, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
 	}
-	if err := l.UnmarshalText([]byte(v)); err != nil {
-		return 0, &settingError{name, fmt.Sprintf("must be debug, info, warn or error, got %q", v)}
-	}
-	return l, nil
+	return 0, &settingError{name, fmt.Sprintf("must be debug, info, warn or error, got %q", v)}
 }
 
 // parseCount reads a positive whole number of unit; empty means 0, the

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -68,6 +69,74 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 			require.NotContains(t, err.Error(), "\n", "one line")
 		})
 	}
+}
+
+func TestLoadConfigRefusesUnsafeValues(t *testing.T) {
+	data := t.TempDir()
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"log level with an offset", map[string]string{"SUPERAGENT_LOG_LEVEL": "debug+100"}, `SUPERAGENT_LOG_LEVEL: must be debug, info, warn or error, got "debug+100"`},
+		{"log level as a number", map[string]string{"SUPERAGENT_LOG_LEVEL": "ERROR-8"}, `SUPERAGENT_LOG_LEVEL: must be debug, info, warn or error, got "ERROR-8"`},
+		{"blank admin token", map[string]string{"SUPERAGENT_ADMIN_TOKEN": strings.Repeat(" ", 16)}, "SUPERAGENT_ADMIN_TOKEN: must not be blank"},
+		{"admin token with spaces", map[string]string{"SUPERAGENT_ADMIN_TOKEN": " correct horse battery staple "}, "SUPERAGENT_ADMIN_TOKEN: must not contain spaces or control characters"},
+		{"admin token with a newline", map[string]string{"SUPERAGENT_ADMIN_TOKEN": "0123456789abcdef\n"}, "SUPERAGENT_ADMIN_TOKEN: must not contain spaces or control characters"},
+		{"short admin token", map[string]string{"SUPERAGENT_ADMIN_TOKEN": "0123456789abcde"}, "SUPERAGENT_ADMIN_TOKEN: must be at least 16 characters"},
+		{"encrypt key without verification token", map[string]string{"SUPERAGENT_FEISHU_ENCRYPT_KEY": "encrypt-key"},
+			"SUPERAGENT_FEISHU_VERIFICATION_TOKEN: required when SUPERAGENT_FEISHU_ENCRYPT_KEY is set"},
+		{"verification token without encrypt key", map[string]string{"SUPERAGENT_FEISHU_VERIFICATION_TOKEN": "verification-token"},
+			"SUPERAGENT_FEISHU_ENCRYPT_KEY: required when SUPERAGENT_FEISHU_VERIFICATION_TOKEN is set"},
+		{"data dir under a read-only path", map[string]string{"SUPERAGENT_DATA_DIR": filepath.Join(data, "superagent"), "SUPERAGENT_SANDBOX_READONLY": "/usr/local/go," + data},
+			fmt.Sprintf("SUPERAGENT_SANDBOX_READONLY: %q overlaps the data directory", data)},
+		{"read-only path inside the data dir", map[string]string{"SUPERAGENT_DATA_DIR": data, "SUPERAGENT_SANDBOX_READONLY": filepath.Join(data, "workspaces", "shared")},
+			"overlaps the data directory"},
+		{"the whole file system read-only", map[string]string{"SUPERAGENT_SANDBOX_READONLY": "/"}, `SUPERAGENT_SANDBOX_READONLY: "/" overlaps the data directory ./data`},
+		{"relative data dir, same place", map[string]string{"SUPERAGENT_DATA_DIR": "./data", "SUPERAGENT_SANDBOX_READONLY": filepath.Join(mustGetwd(t), "data")}, "overlaps the data directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadConfig(envOf(tt.env))
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.want)
+			require.NotContains(t, err.Error(), "\n", "one line")
+		})
+	}
+	t.Run("accepted", func(t *testing.T) {
+		for _, env := range []map[string]string{
+			{"SUPERAGENT_LOG_LEVEL": "DEBUG"}, {"SUPERAGENT_LOG_LEVEL": "warn"},
+			{"SUPERAGENT_ADMIN_TOKEN": "0123456789abcdef"},
+			{"SUPERAGENT_FEISHU_ENCRYPT_KEY": "k", "SUPERAGENT_FEISHU_VERIFICATION_TOKEN": "v"},
+			{"SUPERAGENT_FEISHU_MODE": "longconn", "SUPERAGENT_FEISHU_ENCRYPT_KEY": "k"},
+			{"SUPERAGENT_DATA_DIR": filepath.Join(data, "data"), "SUPERAGENT_SANDBOX_READONLY": filepath.Join(data, "data-tools") + ",/usr/local/go"},
+		} {
+			_, err := loadConfig(envOf(env))
+			require.NoError(t, err, "%v", env)
+		}
+	})
+}
+
+// One start names every bad setting, not only the first.
+func TestLoadConfigListsEveryProblem(t *testing.T) {
+	_, err := loadConfig(envOf(map[string]string{
+		"SUPERAGENT_ADDR": "8080", "SUPERAGENT_LOG_LEVEL": "debug+100",
+		"SUPERAGENT_ADMIN_TOKEN": strings.Repeat(" ", 16), "SUPERAGENT_FEISHU_ENCRYPT_KEY": "encrypt-key",
+	}))
+	require.Error(t, err)
+	for _, name := range []string{"SUPERAGENT_ADDR:", "SUPERAGENT_LOG_LEVEL:", "SUPERAGENT_ADMIN_TOKEN:", "SUPERAGENT_FEISHU_VERIFICATION_TOKEN:"} {
+		require.Contains(t, err.Error(), name)
+	}
+	require.NotContains(t, err.Error(), "\n", "one line")
+	var setting *settingError
+	require.ErrorAs(t, err, &setting)
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	return wd
 }
 
 func TestLoadConfigReadsSandboxLimits(t *testing.T) {

@@ -57,6 +57,8 @@ func HandleWith(logger interface {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
 				he = &Error{Status: http.StatusRequestEntityTooLarge, Message: "request body too large", Err: err}
+			} else if IsTimeout(err) {
+				he = &Error{Status: http.StatusRequestTimeout, Message: "request body not received in time", Err: err}
 			} else {
 				he = &Error{Status: http.StatusInternalServerError, Message: "internal error", Err: err}
 			}
@@ -100,6 +102,9 @@ func DecodeJSON(r *http.Request, v any) error {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return &Error{Status: http.StatusRequestEntityTooLarge, Message: "request body too large", Err: err}
+		}
+		if IsTimeout(err) {
+			return &Error{Status: http.StatusRequestTimeout, Message: "request body not received in time", Err: err}
 		}
 		return &Error{Status: http.StatusBadRequest, Message: "malformed JSON: " + err.Error(), Err: err}
 	}

@@ -35,6 +35,23 @@ type Config struct {
 	// Authenticators decide who a request under /api comes from; the first
 	// that recognises it wins. Requests none recognises get 401.
 	Authenticators []Authenticator
+	// AuthLimit limits, per client address, /api requests whose
+	// Authorization header no authenticator accepts: past it they get 429
+	// with Retry-After. A request with the right credentials always passes.
+	// Default: the AttemptLimitConfig defaults (10 at once, then one a
+	// minute).
+	AuthLimit AttemptLimitConfig
+	// Now is the clock of the limit. Default time.Now.
+	Now func() time.Time
+	// ReadHeaderTimeout bounds reading a request's headers. Default
+	// DefaultReadHeaderTimeout (10 seconds).
+	ReadHeaderTimeout time.Duration
+	// BodyReadTimeout bounds reading a request's body once its headers are
+	// in. Default DefaultBodyReadTimeout (30 seconds).
+	BodyReadTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long. Default
+	// DefaultIdleTimeout (1 minute).
+	IdleTimeout time.Duration
 }
 
 // Authenticator recognises the caller of a request.
@@ -53,6 +70,7 @@ type Server struct {
 
 	cfg    Config
 	logger *slog.Logger
+	limit  *AttemptLimit
 }
 
 // New builds a server with its fixed endpoints.
@@ -67,11 +85,25 @@ func New(cfg Config) *Server {
 	if cfg.APIBodyLimit <= 0 {
 		cfg.APIBodyLimit = 1 << 20
 	}
-	s := &Server{cfg: cfg, logger: cfg.Logger}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, logger: cfg.Logger, limit: NewAttemptLimit(cfg.AuthLimit)}
 	m := newHTTPMetrics(cfg.Registerer)
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.accessLog(m), s.recoverer)
+	// The deadline comes first: it needs the connection's own
+	// ResponseWriter, before any middleware wraps it.
+	r.Use(bodyDeadline(cfg.BodyReadTimeout), middleware.RequestID, s.accessLog(m), s.recoverer)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -116,6 +148,15 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		for _, a := range s.cfg.Authenticators {
 			if actor, ok := a.Authenticate(r); ok {
 				next.ServeHTTP(w, r.WithContext(WithActor(r.Context(), actor)))
+				return
+			}
+		}
+		// Only credentials that were sent and refused count: a request
+		// without any (a signed-out browser) guesses nothing.
+		if r.Header.Get("Authorization") != "" {
+			if ok, wait := s.limit.Fail(ClientAddress(r), s.cfg.Now()); !ok {
+				SetRetryAfter(w, wait)
+				WriteError(w, http.StatusTooManyRequests, "too many wrong tokens from your address: wait before trying again (see Retry-After)")
 				return
 			}
 		}

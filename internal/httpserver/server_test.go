@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -144,4 +145,38 @@ func TestAccessLogLevels(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	require.Len(t, lines, 1, "only the panel request is logged at INFO: %s", buf.String())
 	require.Contains(t, lines[0], `"route":"/admin`)
+}
+
+// Wrong bearer tokens from one address are refused with 429 past the limit;
+// the right token passes from that same address, before and after.
+func TestWrongTokensAreLimitedButTheRightOneAlwaysPasses(t *testing.T) {
+	s := httpserver.New(httpserver.Config{
+		AuthLimit:      httpserver.AttemptLimitConfig{Burst: 3, Every: time.Hour},
+		Authenticators: []httpserver.Authenticator{httpserver.BearerToken{Token: "s3cret-admin-token"}},
+	})
+	s.API.Get("/ping", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "pong") })
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	get := func(token string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/api/ping", nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res
+	}
+	for range 3 {
+		require.Equal(t, http.StatusUnauthorized, get("guess").StatusCode)
+	}
+	res := get("guess")
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
+	require.Equal(t, "3600", res.Header.Get("Retry-After"))
+	require.Equal(t, http.StatusOK, get("s3cret-admin-token").StatusCode, "the right token is never refused")
+	require.Equal(t, http.StatusTooManyRequests, get("guess").StatusCode, "and it does not lift the limit")
+	require.Equal(t, http.StatusUnauthorized, get("").StatusCode, "no credentials, no guess")
 }

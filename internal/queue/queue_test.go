@@ -88,6 +88,15 @@ func TestUIHandlerServesJobs(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/admin/jobs/api/jobs?state=available&limit=10", nil))
 		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 		require.Contains(t, rec.Body.String(), `"kind":"probe"`)
+
+		// The page itself carries the policy admin.TestBrowserJobs checks
+		// River UI works under.
+		rec = httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/admin/jobs/jobs", nil)
+		req.Header.Set("Accept", "text/html")
+		h.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusOK, rec.Code)
+		require.Equal(t, queue.UIContentSecurityPolicy, rec.Header().Get("Content-Security-Policy"))
 	})
 }
 

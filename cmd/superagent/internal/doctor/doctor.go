@@ -13,7 +13,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
+	"regexp"
+	"slices"
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/secret"
@@ -166,22 +167,69 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
-// newScrubber hides every secret in cfg, and the database password, from
-// text that came from libraries (error messages may quote requests).
+// newScrubber hides every secret in cfg from text that came from libraries
+// (error messages may quote requests) or quotes a setting: the configured
+// secrets, the credentials written into any configured URL, and, in any URL
+// the text holds, its user info and secret-looking query values.
 func newScrubber(cfg Config) func(string) string {
-	s := secret.New(cfg.GitHubWebhookSecret, string(cfg.GitHubPrivateKey), cfg.FeishuAppSecret,
-		cfg.FeishuVerificationToken, cfg.FeishuEncryptKey, cfg.ModelAPIKey)
-	var password string
-	if u, err := url.Parse(cfg.DatabaseURL); err == nil && u.User != nil {
-		password, _ = u.User.Password()
+	known := []string{cfg.GitHubWebhookSecret, string(cfg.GitHubPrivateKey), cfg.FeishuAppSecret,
+		cfg.FeishuVerificationToken, cfg.FeishuEncryptKey, cfg.ModelAPIKey}
+	// A database's user name is a name (postgres, say), not a secret; in
+	// an HTTP URL the user is often a key.
+	known = append(known, urlCredentials(cfg.DatabaseURL, false)...)
+	for _, raw := range []string{cfg.GitHubAPIURL, cfg.FeishuBaseURL, cfg.ModelBaseURL} {
+		known = append(known, urlCredentials(raw, true)...)
 	}
+	s := secret.New(known...)
 	return func(text string) string {
-		text = s.Scrub(text)
-		if password != "" {
-			text = strings.ReplaceAll(text, password, secret.Redacted)
-		}
-		return text
+		return s.Scrub(redactURLs(text))
 	}
+}
+
+// urlCredentials returns the password (and, withUser, the user) and the
+// secret query values written into raw.
+func urlCredentials(raw string, withUser bool) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if u.User != nil {
+		if withUser {
+			out = append(out, u.User.Username())
+		}
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p)
+		}
+	}
+	for k, vs := range u.Query() {
+		if secretParam.MatchString(k) {
+			out = append(out, vs...)
+		}
+	}
+	return slices.DeleteFunc(out, func(v string) bool { return len(v) < 4 })
+}
+
+var (
+	// userInfo is the user[:password]@ of a URL.
+	userInfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s"'<>]+@`)
+	// secretParam names query parameters that usually carry a secret.
+	secretParam = regexp.MustCompile(`(?i)key|token|secret|pass|pwd|auth|sig|credential|session|code`)
+	// queryParam is one name=value of a query string.
+	queryParam = regexp.MustCompile(`([?&;])([A-Za-z0-9_.\-]+)=([^&#\s"'<>)]*)`)
+)
+
+// redactURLs replaces, in every URL in text, the user info and the values
+// of query parameters named like secrets.
+func redactURLs(text string) string {
+	text = userInfo.ReplaceAllString(text, "${1}"+secret.Redacted+"@")
+	return queryParam.ReplaceAllStringFunc(text, func(m string) string {
+		sub := queryParam.FindStringSubmatch(m)
+		if !secretParam.MatchString(sub[2]) || sub[3] == "" {
+			return m
+		}
+		return sub[1] + sub[2] + "=" + secret.Redacted
+	})
 }
 
 func ok(msg string, args ...any) Result {

@@ -406,3 +406,45 @@ func TestSandbox(t *testing.T) {
 		requireResult(t, results, "sandbox", doctor.Skip, "no model", "")
 	})
 }
+
+// Credentials written into a URL (user:password@, or a key in the query
+// string) are never printed, whether the check passes or fails and
+// whichever URL holds them.
+func TestCredentialsInURLsAreNotPrinted(t *testing.T) {
+	t.Parallel()
+	secrets := []string{"url-user-7f3a", "url-pass-9b1c", "query-key-4e2d", "query-token-8a6f", "pg-query-pass-2c5e"}
+	withCredentials := func(raw string) string {
+		return strings.Replace(raw, "://", "://url-user-7f3a:url-pass-9b1c@", 1) + "?api-key=query-key-4e2d&access_token=query-token-8a6f"
+	}
+	check := func(t *testing.T, cfg doctor.Config) string {
+		t.Helper()
+		_, text, _ := run(t, cfg)
+		for _, s := range secrets {
+			require.NotContains(t, text, s)
+		}
+		return text
+	}
+	t.Run("model URL, answering", func(t *testing.T) {
+		e := setup(t)
+		e.cfg.ModelBaseURL = withCredentials(e.model.URL())
+		text := check(t, e.cfg)
+		require.Contains(t, text, "://[REDACTED]@127.0.0.1")
+		require.Contains(t, text, "api-key=[REDACTED]")
+	})
+	t.Run("model URL, unreachable", func(t *testing.T) {
+		e := setup(t)
+		e.cfg.ModelBaseURL = withCredentials(closedURL(t) + "/v1")
+		require.Contains(t, check(t, e.cfg), "cannot reach")
+	})
+	t.Run("GitHub and Feishu URLs", func(t *testing.T) {
+		e := setup(t)
+		e.cfg.GitHubAPIURL = withCredentials(e.github.URL)
+		e.cfg.FeishuBaseURL = withCredentials(e.feishu.URL)
+		check(t, e.cfg)
+	})
+	t.Run("database URL with a password in the query", func(t *testing.T) {
+		e := setup(t)
+		e.cfg.DatabaseURL = "postgres://superagent@" + strings.TrimPrefix(closedURL(t), "http://") + "/x?sslmode=disable&password=pg-query-pass-2c5e"
+		check(t, e.cfg)
+	})
+}

@@ -1,0 +1,83 @@
+package httpserver_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/httpserver"
+)
+
+// The body deadline closes a body that stalls, but a handler that has its
+// body (or never had one) may work past it without its context ending, as
+// it would under http.Server's ReadTimeout.
+func TestBodyReadDeadline(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	s := httpserver.New(httpserver.Config{BodyReadTimeout: timeout})
+	s.Root.Post("/read", s.Handle(func(w http.ResponseWriter, r *http.Request) error {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err
+		}
+		select {
+		case <-r.Context().Done():
+			return fmt.Errorf("context ended after the body was read: %w", r.Context().Err())
+		case <-time.After(3 * timeout):
+		}
+		_, _ = w.Write(b)
+		return nil
+	}))
+	s.Root.Get("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			http.Error(w, "context ended", http.StatusInternalServerError)
+		case <-time.After(3 * timeout):
+			_, _ = io.WriteString(w, "done")
+		}
+	})
+	srv := s.HTTPServer(context.Background())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	base := "http://" + ln.Addr().String()
+
+	t.Run("a handler works past the deadline once it has its body", func(t *testing.T) {
+		res, err := http.Post(base+"/read", "text/plain", strings.NewReader("hello"))
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		require.Equal(t, http.StatusOK, res.StatusCode, "%s", b)
+		require.Equal(t, "hello", string(b))
+	})
+	t.Run("a request without a body has no deadline", func(t *testing.T) {
+		res, err := http.Get(base + "/slow")
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		require.Equal(t, "done", string(b))
+	})
+	t.Run("a stalled body is answered 408 and the connection closed", func(t *testing.T) {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		defer conn.Close()
+		start := time.Now()
+		_, err = io.WriteString(conn, "POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nhel")
+		require.NoError(t, err)
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*timeout)))
+		status, err := bufio.NewReader(conn).ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "HTTP/1.1 408 Request Timeout", strings.TrimSpace(status))
+		_, err = io.Copy(io.Discard, conn)
+		require.NoError(t, err, "closed by the server, not by our own read deadline")
+		require.Less(t, time.Since(start), 5*timeout)
+	})
+}
