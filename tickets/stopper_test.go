@@ -49,6 +49,10 @@ func TestStopAndContinue(t *testing.T) {
 		stop, reason := check(ctx)
 		require.True(t, stop)
 		require.Equal(t, "stopped by carol", reason, "the Executor's next step ends the Session")
+		require.NoError(t, s.SetTicketState(ctx, d, tk.ID, tickets.TicketDone))
+		got, err = s.Ticket(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.Equal(t, tickets.TicketCancelled, got.State, "automatic work does not move a stopped Ticket")
 		require.NoError(t, p.Stop(ctx, tk.ID, "dave", "again"))
 		require.Equal(t, []string{"cancelled by carol: wrong repository"}, h.stopped, "a second stop changes nothing and is not heard")
 
