@@ -155,6 +155,7 @@ func (e *Executor) prOpen(ctx context.Context, call session.Call, a prOpenArgs) 
 	if err != nil {
 		return "", err
 	}
+	e.showProgress(ctx, t.ID)
 	return fmt.Sprintf("opened draft pull request %s#%d from %s", t.Repo, number, branch), nil
 }
 
