@@ -3,8 +3,9 @@
 // and the "Default updated" diff; team sections, skills and policy; version
 // history with diffs and restore; Tickets with their Threads, Sessions,
 // transcripts and token use; and River's job view under /admin/jobs/. It
-// also serves the Tickets API on /api (TicketsAPI: list, read, pause and
-// resume Tickets).
+// also serves the Tickets API on /api (TicketsAPI: list, read, pause,
+// resume, stop and continue Tickets). A Ticket's page updates live while its
+// Session runs, from server-sent events that read the database.
 //
 // Pages are server-rendered (html/template over an embedded file system) and
 // work without JavaScript; a small script only adds conveniences. People sign
@@ -19,6 +20,7 @@
 package admin
 
 import (
+	"context"
 	"crypto/rand"
 	"embed"
 	"errors"
@@ -60,6 +62,12 @@ type Config struct {
 	// Jobs is River's job UI serving under /admin/jobs (queue.UIHandler).
 	// Default: none; /admin/jobs/ says the job view is not configured.
 	Jobs http.Handler
+	// MaxStreams bounds the live Ticket pages streaming at once; more are
+	// refused with 503 and update on reload. Default DefaultMaxStreams.
+	MaxStreams int
+	// StreamPoll is how often a live stream reads the database. Default
+	// DefaultStreamPoll.
+	StreamPoll time.Duration
 	// Logger receives handler errors. Default: discarded.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -78,6 +86,11 @@ type Deps struct {
 	Sessions *session.Store
 	// Pauser pauses and resumes Tickets.
 	Pauser Pauser
+	// Stopper stops and continues Tickets; nil hides those controls.
+	Stopper Stopper
+	// Connections reports the deployment's connections for the overview
+	// (what is configured, with a fix hint); nil shows none.
+	Connections func(ctx context.Context) []Connection
 }
 
 // Admin is the panel.
@@ -93,6 +106,7 @@ type Admin struct {
 	limit    signInLimit
 	pages    *renderer
 	static   fs.FS
+	streams  *streams
 }
 
 // New returns the panel over d and prompts.
@@ -112,6 +126,12 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.StreamPoll <= 0 {
+		cfg.StreamPoll = DefaultStreamPoll
+	}
 	pages, err := newRenderer(assets)
 	if err != nil {
 		return nil, fmt.Errorf("creating admin panel: %w", err)
@@ -120,7 +140,7 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 	if err != nil {
 		return nil, fmt.Errorf("creating admin panel: %w", err)
 	}
-	return &Admin{cfg: cfg, db: d, prompts: prompts, deps: deps, pages: pages, static: static}, nil
+	return &Admin{cfg: cfg, db: d, prompts: prompts, deps: deps, pages: pages, static: static, streams: newStreams(cfg.MaxStreams)}, nil
 }
 
 // Routes mounts the panel under /admin on r (main gives the root router):
@@ -131,6 +151,7 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 //	GET, POST  /admin/sections, /admin/skills, /admin/skills/{name}, /admin/policy
 //	GET, POST  /admin/versions, /admin/versions/{revision}, /admin/versions/diff
 //	GET, POST  /admin/tickets, /admin/tickets/{id}
+//	GET        /admin/tickets/{id}/events (the live page's server-sent events)
 //	GET        /admin/activity
 //	*          /admin/jobs/ (River UI)
 //
@@ -165,6 +186,7 @@ func (a *Admin) Routes(r chi.Router) {
 			r.Post("/versions/{revision}", a.handle(a.postRestore))
 			r.Get("/tickets", a.handle(a.getTickets))
 			r.Get("/tickets/{id}", a.handle(a.getTicket))
+			r.Get("/tickets/{id}/events", a.handle(a.getTicketEvents))
 			r.Post("/tickets/{id}", a.handle(a.postTicket))
 			r.Get("/activity", a.handle(a.getActivity))
 			r.Handle("/jobs", http.RedirectHandler("/admin/jobs/", http.StatusMovedPermanently))

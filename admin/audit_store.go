@@ -16,6 +16,8 @@ const (
 	actionSignOut     = "sign_out"
 	actionPauseTicket = "pause_ticket"
 	actionResume      = "resume_ticket"
+	actionStopTicket  = "stop_ticket"
+	actionContinue    = "continue_ticket"
 )
 
 // auditEntry is one recorded change.

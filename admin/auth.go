@@ -154,7 +154,7 @@ func (a *Admin) postSignIn(w http.ResponseWriter, r *http.Request) error {
 			return a.render(w, r, http.StatusTooManyRequests, "signin.html", pageData{
 				Title: "Sign in",
 				Data: signInData{Name: name, Next: next, Error: fmt.Sprintf(
-					"Too many wrong tokens from your address. Wait %s and try again.", waitText(wait))},
+					"Too many wrong tokens from your address. Wait %s and try again.", minutesText(wait))},
 			})
 		}
 		return a.render(w, r, http.StatusUnauthorized, "signin.html", pageData{
@@ -213,8 +213,8 @@ func (a *Admin) postSignOut(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// waitText says how long wait is, in words, rounded up to a minute.
-func waitText(wait time.Duration) string {
+// minutesText says how long wait is, in words, rounded up to a minute.
+func minutesText(wait time.Duration) string {
 	if m := int((wait + time.Minute - 1) / time.Minute); m > 1 {
 		return fmt.Sprintf("%d minutes", m)
 	}

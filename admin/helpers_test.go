@@ -86,6 +86,8 @@ func newPanelWith(t testing.TB, d *db.DB, defaults fs.FS, deps Deps, cfg Config)
 	adm.Routes(hs.Root)
 	srv := httptest.NewServer(hs)
 	t.Cleanup(srv.Close)
+	// Live streams end first, as main's shutdown ends them.
+	t.Cleanup(adm.CloseStreams)
 	return &panel{srv: srv, admin: adm, prompts: prompts, db: d}
 }
 

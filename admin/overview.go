@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/tickets"
 )
 
 // overviewPage is the landing page: what needs attention.
@@ -16,7 +17,17 @@ type overviewPage struct {
 	Mode           string
 	EnabledRules   int
 	Rules          int
+	// Connections are the deployment's connections, with what was last
+	// seen of each; Unhealthy counts those not configured or failing.
+	Connections []connectionView
+	Unhealthy   int
+	// Inbox is the cards that never became Tickets, newest first; nil
+	// when Tickets are not available here.
+	Inbox []tickets.Unrouted
 }
+
+// inboxSize is how many unrouted cards the overview lists.
+const inboxSize = 30
 
 func (a *Admin) getOverview(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
@@ -39,6 +50,23 @@ func (a *Admin) getOverview(w http.ResponseWriter, r *http.Request) error {
 	}
 	if v.Revision > 0 {
 		p.Latest = &v.VersionInfo
+	}
+	if a.deps.Connections != nil {
+		for _, c := range a.deps.Connections(ctx) {
+			cv := connectionView{Connection: c}
+			if err := seen(ctx, a.db, &cv); err != nil {
+				return err
+			}
+			if !cv.Healthy() {
+				p.Unhealthy++
+			}
+			p.Connections = append(p.Connections, cv)
+		}
+	}
+	if a.deps.Tickets != nil {
+		if p.Inbox, err = a.deps.Tickets.UnroutedCards(ctx, a.db, inboxSize); err != nil {
+			return err
+		}
 	}
 	return a.render(w, r, http.StatusOK, "overview.html", pageData{Title: "Overview", Data: p})
 }

@@ -105,6 +105,8 @@ var flashes = map[string]struct{ text, kind string }{
 	"discarded": {"Draft discarded.", "ok"},
 	"paused":    {"Ticket paused. It stays paused until a person resumes it.", "ok"},
 	"resumed":   {"Ticket resumed.", "ok"},
+	"stopped":   {"Ticket stopped. Its Session ends at its next step and nothing more is written for it.", "ok"},
+	"continued": {"Ticket continued: a new Session picks up where the last one stopped.", "ok"},
 }
 
 func flashFrom(r *http.Request) (string, string) {

@@ -24,6 +24,13 @@ type Pauser interface {
 	Resume(ctx context.Context, ticketID int64, actor string) error
 }
 
+// Stopper stops and continues Tickets on a person's word
+// (tickets.Stopper). Without one the Ticket page offers neither.
+type Stopper interface {
+	Stop(ctx context.Context, ticketID int64, actor, reason string) error
+	Continue(ctx context.Context, ticketID int64, actor string) error
+}
+
 var ticketStates = []string{tickets.TicketOpen, tickets.TicketWorking, tickets.TicketWaiting, tickets.TicketPaused, tickets.TicketDone, tickets.TicketCancelled}
 
 // ticketsPage is the filterable Ticket list.
@@ -70,7 +77,16 @@ type ticketPage struct {
 	// session store.
 	Totals    *session.Totals
 	CanPause  bool
+	CanStop   bool
 	HasTrails bool
+	// Live is the live section's first state; Entries the latest
+	// transcript entries, newest first; Cursor the newest entry's id, from
+	// which the page's stream goes on.
+	Live    liveState
+	Entries []liveEntry
+	Cursor  int64
+	// Links are the Ticket's places on GitHub and Feishu.
+	Links []ticketLink
 }
 
 // sessionView is one Session with its transcript and model requests.
@@ -106,9 +122,18 @@ func (a *Admin) getTicket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := ticketPage{Ticket: t, CanPause: a.deps.Pauser != nil}
+	p := ticketPage{Ticket: t, CanPause: a.deps.Pauser != nil, CanStop: a.deps.Stopper != nil}
 	if p.Threads, err = a.deps.Tickets.TicketThreads(ctx, a.db, id); err != nil {
 		return err
+	}
+	if p.Live, err = a.liveView(ctx, t); err != nil {
+		return err
+	}
+	if p.Entries, err = a.liveEntries(ctx, id, 0); err != nil {
+		return err
+	}
+	if len(p.Entries) > 0 {
+		p.Cursor = p.Entries[0].ID
 	}
 	if err := a.readTicketRecord(ctx, id, &p); err != nil {
 		return err
@@ -124,6 +149,7 @@ func (a *Admin) getTicket(w http.ResponseWriter, r *http.Request) error {
 		}
 		p.Cards = append(p.Cards, c)
 	}
+	p.Links = ticketLinks(t, p.Threads, p.Cards)
 	if st := a.deps.Sessions; st != nil {
 		totals, err := st.TicketTotals(ctx, a.db, id)
 		if err != nil {
@@ -173,7 +199,7 @@ func (a *Admin) readTicketRecord(ctx context.Context, id int64, p *ticketPage) e
 		return err
 	}
 	slices.Reverse(p.Messages)
-	p.Pauses, err = a.audit.forTarget(ctx, a.db, ticketTarget(id), []string{actionPauseTicket, actionResume}, 50)
+	p.Pauses, err = a.audit.forTarget(ctx, a.db, ticketTarget(id), []string{actionPauseTicket, actionResume, actionStopTicket, actionContinue}, 50)
 	return err
 }
 
@@ -185,14 +211,31 @@ func (a *Admin) postTicket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if a.deps.Pauser == nil {
-		return httpserver.Errorf(http.StatusNotImplemented, "Pausing Tickets is not available in this process.")
-	}
 	actor := currentSession(ctx).Actor
 	target := ticketTarget(id)
 	url := "/admin/tickets/" + strconv.FormatInt(id, 10)
 	entry := auditEntry{CreatedAt: a.cfg.Now(), Actor: actor, Target: target}
-	switch r.PostFormValue("action") {
+	action := r.PostFormValue("action")
+	switch {
+	case (action == "pause" || action == "resume") && a.deps.Pauser == nil:
+		return httpserver.Errorf(http.StatusNotImplemented, "Pausing Tickets is not available in this process.")
+	case (action == "stop" || action == "continue") && a.deps.Stopper == nil:
+		return httpserver.Errorf(http.StatusNotImplemented, "Stopping Tickets is not available in this process.")
+	}
+	switch action {
+	case "stop":
+		reason := strings.TrimSpace(r.PostFormValue("reason"))
+		if err := a.deps.Stopper.Stop(ctx, id, actor, reason); err != nil {
+			return stopError(err)
+		}
+		entry.Action, entry.Detail = actionStopTicket, reason
+		url = withQuery(url, "done", "stopped")
+	case "continue":
+		if err := a.deps.Stopper.Continue(ctx, id, actor); err != nil {
+			return stopError(err)
+		}
+		entry.Action = actionContinue
+		url = withQuery(url, "done", "continued")
 	case "pause":
 		reason := strings.TrimSpace(r.PostFormValue("reason"))
 		if err := a.deps.Pauser.Pause(ctx, id, actor, reason); err != nil {
@@ -220,8 +263,20 @@ func pauseError(err error) error {
 	switch {
 	case errors.Is(err, tickets.ErrEnded):
 		return &httpserver.Error{Status: http.StatusConflict, Message: "The Ticket has ended, so there is nothing to pause.", Err: err}
+	case errors.Is(err, tickets.ErrPaused):
+		return &httpserver.Error{Status: http.StatusConflict, Message: "The Ticket is paused: resume it instead.", Err: err}
+	case errors.Is(err, tickets.ErrNotStopped):
+		return &httpserver.Error{Status: http.StatusConflict, Message: "The Ticket's work has not stopped, so there is nothing to continue.", Err: err}
 	case errors.Is(err, tickets.ErrNotFound):
 		return &httpserver.Error{Status: http.StatusNotFound, Message: "There is no such Ticket.", Err: err}
 	}
 	return err
+}
+
+// stopError turns the Stopper's refusals into messages a person can act on.
+func stopError(err error) error {
+	if errors.Is(err, tickets.ErrEnded) {
+		return &httpserver.Error{Status: http.StatusConflict, Message: "The Ticket is done, so there is nothing to stop or continue.", Err: err}
+	}
+	return pauseError(err)
 }

@@ -23,19 +23,29 @@ type TicketSessions interface {
 }
 
 // TicketsAPI serves GET /tickets, GET /tickets/{id} and POST
-// /tickets/{id}/pause and /resume on the authenticated /api router.
+// /tickets/{id}/pause, /resume, /stop and /continue on the authenticated
+// /api router.
 type TicketsAPI struct {
 	d        *db.DB
 	store    *tickets.Store
 	sessions TicketSessions
 	pauser   *tickets.Pauser
+	stopper  *tickets.Stopper
 	logger   interface{ Error(string, ...any) }
 }
 
 // NewTicketsAPI returns the Tickets API. sessions may be nil (no sessions
 // or usage are shown); logger receives handler errors.
 func NewTicketsAPI(d *db.DB, store *tickets.Store, sessions TicketSessions, logger interface{ Error(string, ...any) }) *TicketsAPI {
-	return &TicketsAPI{d: d, store: store, sessions: sessions, pauser: tickets.NewPauser(d, store), logger: logger}
+	return &TicketsAPI{d: d, store: store, sessions: sessions, pauser: tickets.NewPauser(d, store),
+		stopper: tickets.NewStopper(d, store, nil), logger: logger}
+}
+
+// WithStopper makes the API stop and continue through s (with its limit
+// check and hooks).
+func (a *TicketsAPI) WithStopper(s *tickets.Stopper) *TicketsAPI {
+	a.stopper = s
+	return a
 }
 
 // WithPauser makes the API pause and resume through p (with its hooks).
@@ -50,6 +60,8 @@ func (a *TicketsAPI) Routes(r chi.Router) {
 	r.Get("/tickets/{id}", httpserver.HandleWith(a.logger, a.get))
 	r.Post("/tickets/{id}/pause", httpserver.HandleWith(a.logger, a.pause))
 	r.Post("/tickets/{id}/resume", httpserver.HandleWith(a.logger, a.resume))
+	r.Post("/tickets/{id}/stop", httpserver.HandleWith(a.logger, a.stop))
+	r.Post("/tickets/{id}/continue", httpserver.HandleWith(a.logger, a.continueTicket))
 }
 
 func (a *TicketsAPI) list(w http.ResponseWriter, r *http.Request) error {
@@ -175,6 +187,49 @@ func (a *TicketsAPI) resume(w http.ResponseWriter, r *http.Request) error {
 		return ticketNotFound(err)
 	}
 	return a.writeTicket(w, r, id)
+}
+
+func (a *TicketsAPI) stop(w http.ResponseWriter, r *http.Request) error {
+	id, err := a.ticketID(r)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if r.ContentLength != 0 {
+		if err := httpserver.DecodeJSON(r, &body); err != nil {
+			return err
+		}
+	}
+	if err := a.stopper.Stop(r.Context(), id, apiActor(r), body.Reason); err != nil {
+		return apiStopError(err)
+	}
+	return a.writeTicket(w, r, id)
+}
+
+func (a *TicketsAPI) continueTicket(w http.ResponseWriter, r *http.Request) error {
+	id, err := a.ticketID(r)
+	if err != nil {
+		return err
+	}
+	if err := a.stopper.Continue(r.Context(), id, apiActor(r)); err != nil {
+		return apiStopError(err)
+	}
+	return a.writeTicket(w, r, id)
+}
+
+// apiStopError maps the Stopper's refusals to 409 with the reason.
+func apiStopError(err error) error {
+	switch {
+	case errors.Is(err, tickets.ErrEnded):
+		return httpserver.Errorf(http.StatusConflict, "the ticket is done")
+	case errors.Is(err, tickets.ErrPaused):
+		return httpserver.Errorf(http.StatusConflict, "the ticket is paused: resume it")
+	case errors.Is(err, tickets.ErrNotStopped):
+		return httpserver.Errorf(http.StatusConflict, "the ticket's work has not stopped: nothing to continue")
+	}
+	return ticketNotFound(err)
 }
 
 func (a *TicketsAPI) writeTicket(w http.ResponseWriter, r *http.Request, id int64) error {

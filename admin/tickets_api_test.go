@@ -75,14 +75,34 @@ func TestTicketsAPI(t *testing.T) {
 		require.Equal(t, http.StatusOK, code)
 		require.NotEqual(t, "paused", out["state"])
 
+		code, _ = call("POST", id+"/continue", "")
+		require.Equal(t, http.StatusConflict, code, "nothing stopped, nothing to continue")
+		code, out = call("POST", id+"/stop", `{"reason":"wrong repository"}`)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, "cancelled", out["state"])
+		require.Equal(t, "admin", out["stop"].(map[string]any)["by"])
+		require.Equal(t, "wrong repository", out["stop"].(map[string]any)["reason"])
+		code, out = call("POST", id+"/continue", "")
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, "open", out["state"])
+		require.Equal(t, "admin", out["continue"].(map[string]any)["by"])
+
 		done, err := w.store.CreateTicket(ctx, d, tickets.Ticket{Title: "Ended", State: tickets.TicketDone})
 		require.NoError(t, err)
 		code, _ = call("POST", "/tickets/"+itoa(done.ID)+"/pause", "")
 		require.Equal(t, http.StatusConflict, code, "an ended Ticket cannot be paused")
+		code, _ = call("POST", "/tickets/"+itoa(done.ID)+"/stop", "")
+		require.Equal(t, http.StatusConflict, code, "a done Ticket cannot be stopped")
+		code, _ = call("POST", "/tickets/999/stop", "")
+		require.Equal(t, http.StatusNotFound, code)
 		code, _ = call("GET", "/tickets/999", "")
 		require.Equal(t, http.StatusNotFound, code)
 	})
 }
 
-// The panel pauses and resumes through a tickets.Pauser.
-var _ Pauser = (*tickets.Pauser)(nil)
+// The panel pauses and resumes through a tickets.Pauser, and stops and
+// continues through a tickets.Stopper.
+var (
+	_ Pauser  = (*tickets.Pauser)(nil)
+	_ Stopper = (*tickets.Stopper)(nil)
+)

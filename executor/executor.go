@@ -51,6 +51,13 @@ type Config struct {
 	// pull request: each further commit that fails a check uses one, and
 	// once they are used up git_push refuses. Default 3.
 	MaxFixAttempts int
+	// PublicURL is the panel's public base (SUPERAGENT_PUBLIC_URL): the
+	// progress comment and the check run link to the Ticket's page under
+	// it. Default: none, and no link is written.
+	PublicURL string
+	// NoProgress turns the progress comment and the check run off. Default
+	// false: a Ticket with a repository shows its progress on GitHub.
+	NoProgress bool
 	// Environment is the deployment-wide part of the Environment section;
 	// each Ticket's facts follow it.
 	Environment []promptparts.Var

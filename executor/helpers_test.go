@@ -30,6 +30,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -57,6 +58,12 @@ type env struct {
 	dataDir string
 	bare    string
 	logs    *syncBuffer
+	// progress turns on the progress comment and check run, under
+	// publicURL; the tests of other writes leave them off.
+	progress  bool
+	publicURL string
+	// session tunes the Executor Sessions' runtime.
+	session session.Config
 }
 
 type syncBuffer struct {
@@ -130,7 +137,8 @@ func (e *env) executor(t *testing.T) *executor.Executor {
 	require.NoError(t, err)
 	logger := slog.New(secret.NewHandler(slog.NewTextHandler(e.logs, nil), e.scrub))
 	e.reg = prometheus.NewRegistry()
-	x, err := executor.New(executor.Config{Logger: logger, LeaseTTL: 3 * time.Second, Registerer: e.reg},
+	x, err := executor.New(executor.Config{Logger: logger, LeaseTTL: 3 * time.Second, Registerer: e.reg,
+		NoProgress: !e.progress, PublicURL: e.publicURL, Session: e.session},
 		executor.Deps{DB: e.d, Tickets: e.store, Wake: e.wake, Prompts: e.prompts, Model: client, Scrubber: e.scrub,
 			Workspaces: ws, GitHub: e.ghc, Feishu: e.fsc})
 	require.NoError(t, err)

@@ -86,6 +86,10 @@ func (e *Executor) mergeFacts(ctx context.Context, gh *github.Client, repo strin
 		return f, fmt.Errorf("reading the checks of %s#%d: %w", repo, pr.GetNumber(), err)
 	}
 	for _, r := range runs.CheckRuns {
+		if r.GetName() == CheckRunName {
+			// The Executor's own run says how the work goes, not CI.
+			continue
+		}
 		f.Checks[r.GetName()] = r.GetConclusion()
 	}
 	reviews, _, err := gh.PullRequests.ListReviews(ctx, owner, name, pr.GetNumber(), &github.ListOptions{PerPage: 100})

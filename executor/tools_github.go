@@ -156,6 +156,7 @@ func (e *Executor) prOpen(ctx context.Context, call session.Call, a prOpenArgs) 
 		return "", err
 	}
 	e.cfg.Logger.Info("pull request opened", "ticket", t.ID, "session", call.SessionID, "repo", t.Repo, "pr", number, "branch", branch)
+	e.showProgress(ctx, t.ID)
 	return fmt.Sprintf("opened draft pull request %s#%d from %s", t.Repo, number, branch), nil
 }
 

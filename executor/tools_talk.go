@@ -306,6 +306,11 @@ func (e *Executor) report(ctx context.Context, call session.Call, a reportArgs) 
 		summary += fmt.Sprintf("\n\nUsage: %d tokens (input %d, cache reads %d, cache writes %d, output %d) over %d model requests in %d Sessions; %s.",
 			u.Total(), u.Input, u.CacheRead, u.CacheWrite, u.Output, totals.Requests, totals.Sessions, cost)
 	}
+	if t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID); err != nil {
+		return "", err
+	} else if t.Stop != nil {
+		return "", held(t)
+	}
 	r := tickets.Report{TicketID: call.TicketID, SessionID: call.SessionID, State: a.State, Summary: summary,
 		HumanAction: strings.TrimSpace(a.HumanAction)}
 	if a.Message != 0 {
@@ -325,6 +330,7 @@ func (e *Executor) report(ctx context.Context, call session.Call, a reportArgs) 
 		return "", err
 	}
 	e.cfg.Logger.Info("report", "ticket", call.TicketID, "session", call.SessionID, "state", a.State)
+	e.showProgress(ctx, call.TicketID)
 	if a.State == tickets.ReportDone {
 		return "reported done; the Ticket is done. " + summary[len(strings.TrimSpace(a.Summary)):], nil
 	}

@@ -214,6 +214,10 @@ func (e *Executor) gitPush(ctx context.Context, ws *workspace.Workspace, t ticke
 	if err != nil {
 		return "", err
 	}
+	if t.PullNumber != 0 {
+		// The pull request's head moved: its check run follows.
+		e.showProgress(ctx, t.ID)
+	}
 	return fmt.Sprintf("pushed %s to %s on %s", head, branch, t.Repo), nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -99,7 +100,15 @@ func (e *Executor) Execute(ctx context.Context, ticketID int64, holder string) e
 	if cause := context.Cause(ctx); errors.Is(cause, lease.ErrLost) {
 		return fmt.Errorf("executing ticket %d: %w", ticketID, cause)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// The job's work ended (done, waiting, paused, stopped, or nothing to
+	// do): GitHub says so. A failure fails the job, so River tries again.
+	if err := e.syncProgress(ctx, ticketID, true); err != nil {
+		return fmt.Errorf("updating the progress of ticket %d on GitHub: %w", ticketID, err)
+	}
+	return nil
 }
 
 func (e *Executor) execute(ctx context.Context, ticketID int64) error {
@@ -120,6 +129,11 @@ func (e *Executor) execute(ctx context.Context, ticketID int64) error {
 	if err != nil {
 		return err
 	}
+	if t.Continue != nil {
+		if sid, err = e.continueSession(ctx, t, sid); err != nil {
+			return err
+		}
+	}
 	if t.Repo != "" {
 		if err := e.prepareFor(ctx, t, sid); err != nil {
 			return err
@@ -130,6 +144,7 @@ func (e *Executor) execute(ctx context.Context, ticketID int64) error {
 			return err
 		}
 	}
+	e.showProgress(ctx, t.ID)
 	tools, err := e.registry()
 	if err != nil {
 		return err
@@ -241,14 +256,14 @@ func (e *Executor) settle(ctx context.Context, ticketID int64, s *session.Sessio
 	if t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
 		return e.cleanUp(ticketID)
 	}
-	if s.State != session.StateStopped || t.Pause != nil || pausedReason(s.StateReason) || s.StateReason == "reported" {
+	if s.State != session.StateStopped || t.Pause != nil || pausedReason(s.StateReason) || strings.HasPrefix(s.StateReason, reportedReason) {
 		return nil
 	}
 	return e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
 		if err := e.deps.Tickets.SetTicketState(ctx, tx, ticketID, tickets.TicketWaiting); err != nil && !errors.Is(err, tickets.ErrPaused) {
 			return err
 		}
-		if err := e.sessions.Store().Stop(ctx, tx, s.ID, "reported"); err != nil {
+		if err := e.sessions.Store().Stop(ctx, tx, s.ID, reportedReason+": "+s.StateReason); err != nil {
 			return err
 		}
 		_, err := e.deps.Wake.Report(ctx, tx, tickets.Report{TicketID: ticketID, SessionID: s.ID, State: tickets.ReportBlocked,

@@ -142,7 +142,35 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 	return nil
 }
 
-var _ tickets.PauseHook = (*Orchestrator)(nil)
+var (
+	_ tickets.PauseHook = (*Orchestrator)(nil)
+	_ tickets.StopHook  = (*Orchestrator)(nil)
+)
+
+// Stopped says once, in the Ticket's original conversation, that a person
+// stopped it from the panel or the API, and wakes its Executor: a running
+// Session ends at its next step, and the job's end brings the Ticket's
+// progress on GitHub to its last state (tickets.StopHook).
+func (o *Orchestrator) Stopped(ctx context.Context, tx *db.Tx, t tickets.Ticket, by, reason string) error {
+	text := fmt.Sprintf("Stopped ticket %d (%s) at %s's word", t.ID, oneLine(t.Title), by)
+	if reason = oneLine(reason); reason != "" {
+		text += ": " + reason
+	}
+	text += fmt.Sprintf(". Nothing more is written for it; \"@%s continue\" starts it again.", o.cfg.BotLogin)
+	if err := o.EnqueueExecutor(ctx, tx, t.ID); err != nil {
+		return err
+	}
+	return o.confirm(ctx, tx, t, nil, "stop", text)
+}
+
+// Continued wakes the Executor of a Ticket a person continued, which
+// starts its new Session, and confirms it (tickets.StopHook).
+func (o *Orchestrator) Continued(ctx context.Context, tx *db.Tx, t tickets.Ticket, by string) error {
+	if err := o.EnqueueExecutor(ctx, tx, t.ID); err != nil {
+		return err
+	}
+	return o.confirm(ctx, tx, t, nil, "continue", fmt.Sprintf("Continuing ticket %d (%s) at %s's word, in a new Session that picks up where the last one stopped.", t.ID, oneLine(t.Title), by))
+}
 
 // Paused confirms a pause from the panel or the API in the Ticket's
 // original conversation (tickets.PauseHook).

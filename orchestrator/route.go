@@ -53,6 +53,10 @@ func (o *Orchestrator) route(ctx context.Context, _ session.Call, args routeArgs
 		case errors.As(err, &r):
 			result = "refused: " + r.reason
 			o.cfg.Logger.Info("routing decision refused", "card", d.Candidate, "decision", d.Action, "reason", r.reason)
+			// The panel's cards inbox shows why the card is still waiting.
+			if err := o.deps.Tickets.SetRouteRefusal(ctx, o.deps.DB, d.Candidate, r.reason); err != nil {
+				return "", err
+			}
 		case err != nil:
 			return "", fmt.Errorf("decision %d (candidate %d): %w", i+1, d.Candidate, err)
 		}

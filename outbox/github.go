@@ -88,20 +88,30 @@ func Comment(ctx context.Context, gh *github.Client, repo string, number int, bo
 // carries key's Marker: a write whose sender died before it saw the
 // answer. It returns the comment's address and whether it was found.
 func FindComment(ctx context.Context, gh *github.Client, repo string, number int, key string) (string, bool, error) {
+	c, err := MarkedComment(ctx, gh, repo, number, key)
+	if err != nil || c == nil {
+		return "", false, err
+	}
+	return c.GetHTMLURL(), true, nil
+}
+
+// MarkedComment is the comment on the conversation of number that carries
+// key's Marker, or nil when there is none.
+func MarkedComment(ctx context.Context, gh *github.Client, repo string, number int, key string) (*github.IssueComment, error) {
 	owner, name, _ := strings.Cut(repo, "/")
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 	for {
 		cs, resp, err := gh.Issues.ListComments(ctx, owner, name, number, opts)
 		if err != nil {
-			return "", false, err
+			return nil, err
 		}
 		for _, c := range cs {
 			if strings.Contains(c.GetBody(), Marker(key)) {
-				return c.GetHTMLURL(), true, nil
+				return c, nil
 			}
 		}
 		if resp.NextPage == 0 {
-			return "", false, nil
+			return nil, nil
 		}
 		opts.Page = resp.NextPage
 	}

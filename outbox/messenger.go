@@ -38,6 +38,18 @@ type Messenger struct {
 	// Prompts supplies the agent line that begins every GitHub comment
 	// (see AgentLine). Nil: promptparts.DefaultAgentLine.
 	Prompts *promptparts.Service
+	// PublicURL is the panel's public base (SUPERAGENT_PUBLIC_URL): a
+	// Feishu status message about a Ticket ends with the link to the
+	// Ticket's page. Empty: no link (GitHub has the progress comment's).
+	PublicURL string
+}
+
+// TicketURL is a Ticket's page under base, or "" without a base.
+func TicketURL(base string, ticketID int64) string {
+	if base == "" || ticketID == 0 {
+		return ""
+	}
+	return strings.TrimRight(base, "/") + "/admin/tickets/" + strconv.FormatInt(ticketID, 10)
 }
 
 var _ Sender = (*Messenger)(nil)
@@ -96,6 +108,9 @@ func (m *Messenger) sendFeishu(ctx context.Context, o tickets.Outgoing, c ticket
 	case KindReaction:
 		_, err = m.Feishu.React(ctx, msg, c.Thread.Repo, o.Body)
 	case KindComment, KindProposal:
+		if u := TicketURL(m.PublicURL, o.TicketID); u != "" {
+			o.Body += "\nTicket: " + u
+		}
 		content, cerr := feishuContent(o)
 		if cerr != nil {
 			return fmt.Errorf("building the message of %s: %w", o.Key, cerr)

@@ -53,7 +53,13 @@ type Ticket struct {
 	// SourceCardID is the card the Ticket was made from; one Ticket per card.
 	SourceCardID int64 `json:"source_card,omitempty"`
 	// Pause is set while a person holds the Ticket.
-	Pause     *Pause    `json:"pause,omitempty"`
+	Pause *Pause `json:"pause,omitempty"`
+	// Stop is set once a person stopped the Ticket (it is then cancelled),
+	// until a person continues it.
+	Stop *Pause `json:"stop,omitempty"`
+	// Continue is set while a person's continue waits for the Executor to
+	// start the Ticket's new Session.
+	Continue  *Pause    `json:"continue,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -73,7 +79,8 @@ type Mandate struct {
 	Actions []string `json:"actions,omitempty"`
 }
 
-// Pause is a person's hold on a Ticket.
+// Pause is a person's hold on a Ticket; the same record (who, when, why)
+// marks a person's stop and continue.
 type Pause struct {
 	By     string    `json:"by"`
 	At     time.Time `json:"at"`
@@ -81,17 +88,22 @@ type Pause struct {
 }
 
 const ticketColumns = `id, title, state, repo, branch, pull_number, origin, rules, mandate, proposal,
-    COALESCE(source_card_id, 0), paused_by, paused_at, pause_reason, created_at, updated_at`
+    COALESCE(source_card_id, 0), paused_by, paused_at, pause_reason, stopped_by, stopped_at, stop_reason,
+    continue_by, continue_at, created_at, updated_at`
 
 func scanTicket(row scanner) (Ticket, error) {
 	var (
-		t              Ticket
-		rules, mandate string
-		pausedAt       sql.NullTime
-		pausedBy, why  string
+		t               Ticket
+		rules, mandate  string
+		pausedAt        sql.NullTime
+		pausedBy, why   string
+		stoppedAt       sql.NullTime
+		stoppedBy, sWhy string
+		contAt          sql.NullTime
+		contBy          string
 	)
 	err := row.Scan(&t.ID, &t.Title, &t.State, &t.Repo, &t.Branch, &t.PullNumber, &t.Origin, &rules, &mandate, &t.Proposal,
-		&t.SourceCardID, &pausedBy, &pausedAt, &why, &t.CreatedAt, &t.UpdatedAt)
+		&t.SourceCardID, &pausedBy, &pausedAt, &why, &stoppedBy, &stoppedAt, &sWhy, &contBy, &contAt, &t.CreatedAt, &t.UpdatedAt)
 	if err != nil {
 		return Ticket{}, err
 	}
@@ -103,6 +115,12 @@ func scanTicket(row scanner) (Ticket, error) {
 	}
 	if pausedAt.Valid {
 		t.Pause = &Pause{By: pausedBy, At: pausedAt.Time.UTC(), Reason: why}
+	}
+	if stoppedAt.Valid {
+		t.Stop = &Pause{By: stoppedBy, At: stoppedAt.Time.UTC(), Reason: sWhy}
+	}
+	if contAt.Valid {
+		t.Continue = &Pause{By: contBy, At: contAt.Time.UTC()}
 	}
 	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
 	return t, nil
@@ -190,7 +208,8 @@ var ErrEnded = errors.New("ticket has ended")
 
 // SetTicketState moves a Ticket to state on behalf of automatic work (the
 // Executor, the main Session). A paused Ticket refuses with ErrPaused, so no
-// follow-up, bot or CI event can resume it; use Resume.
+// follow-up, bot or CI event can resume it; use Resume. A Ticket a person
+// stopped stays stopped: the move is ignored (only Continue reopens it).
 func (s *Store) SetTicketState(ctx context.Context, q db.Querier, id int64, state string) error {
 	t, err := s.Ticket(ctx, q, id)
 	if err != nil {
@@ -198,6 +217,9 @@ func (s *Store) SetTicketState(ctx context.Context, q db.Querier, id int64, stat
 	}
 	if t.Pause != nil {
 		return fmt.Errorf("moving ticket %d to %s: %w", id, state, ErrPaused)
+	}
+	if t.Stop != nil {
+		return nil
 	}
 	if _, err := q.Exec(ctx, "UPDATE tickets SET state = $2, updated_at = $3 WHERE id = $1", id, state, s.nowUTC()); err != nil {
 		return fmt.Errorf("moving ticket %d to %s: %w", id, state, err)
@@ -443,7 +465,9 @@ func (s *Store) Waiting(ctx context.Context, q db.Querier) (int, error) {
 }
 
 // StopCheck returns the check an Executor Session consults at every step
-// (session.RunOptions.StopCheck): a paused or ended Ticket stops it.
+// (session.RunOptions.StopCheck): a paused, stopped or ended Ticket stops
+// it. The reason begins with "paused" for a pause, so the Executor can
+// tell a hold from a limit.
 func (s *Store) StopCheck(q db.Querier, ticketID int64) func(ctx context.Context) (bool, string) {
 	return func(ctx context.Context) (bool, string) {
 		t, err := s.Ticket(ctx, q, ticketID)
@@ -452,6 +476,8 @@ func (s *Store) StopCheck(q db.Querier, ticketID int64) func(ctx context.Context
 			return false, ""
 		case t.Pause != nil:
 			return true, "paused by " + t.Pause.By
+		case t.Stop != nil:
+			return true, "stopped by " + t.Stop.By
 		case t.State == TicketDone || t.State == TicketCancelled:
 			return true, "ticket " + t.State
 		}

@@ -167,7 +167,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		Logger:      a.logger,
 	}, orchestrator.Deps{
 		DB: a.db, Queue: a.queue, Tickets: a.tickets, Sessions: rt, Prompts: a.prompts,
-		Acks: &outbox.Messenger{DB: a.db, GitHub: a.github, Feishu: a.feishu, Prompts: a.prompts},
+		Acks: &outbox.Messenger{DB: a.db, GitHub: a.github, Feishu: a.feishu, Prompts: a.prompts, PublicURL: cfg.PublicURL},
 	})
 	if err != nil {
 		return err
@@ -198,6 +198,7 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 		Session:     session.Config{MaxWallTime: cfg.ExecutorWallTime, TokenBudget: cfg.TicketBudget, Metrics: usage},
 		LeaseTTL:    cfg.ExecutorLease,
 		ReviewBots:  cfg.ReviewBots,
+		PublicURL:   cfg.PublicURL,
 		Environment: env,
 		Registerer:  a.registry,
 		Logger:      a.logger,
@@ -232,6 +233,16 @@ func (a *app) pauser() *tickets.Pauser {
 		return tickets.NewPauser(a.db, a.tickets).WithLogger(a.logger)
 	}
 	return tickets.NewPauser(a.db, a.tickets, a.orchestrator).WithLogger(a.logger)
+}
+
+// stopper stops and continues Tickets for the panel and the API; with the
+// orchestrator, each is said once in the Ticket's conversation and wakes
+// the Executor, which knows whether a Session stopped at a limit.
+func (a *app) stopper() *tickets.Stopper {
+	if a.orchestrator == nil {
+		return tickets.NewStopper(a.db, a.tickets, nil).WithLogger(a.logger)
+	}
+	return tickets.NewStopper(a.db, a.tickets, a.executor.StoppedAtLimit, a.orchestrator).WithLogger(a.logger)
 }
 
 // serve runs one process: workers always, and with withHTTP the HTTP server
@@ -355,7 +366,9 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie}, a.db, a.prompts, admin.Deps{
 		Tickets:  a.tickets,
 		Sessions: a.sessions,
-		Pauser:   a.pauser(),
+		Pauser:      a.pauser(),
+		Stopper:     a.stopper(),
+		Connections: connections(cfg, a.db),
 	})
 	if err != nil {
 		return nil, err
@@ -371,10 +384,14 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	a.prompts.Routes(hs.API)
 	a.webhooks.Routes(hs.Root)
 	a.webhooks.APIRoutes(hs.API)
-	admin.NewTicketsAPI(a.db, a.tickets, a.sessions, a.logger).WithPauser(a.pauser()).Routes(hs.API)
+	admin.NewTicketsAPI(a.db, a.tickets, a.sessions, a.logger).WithPauser(a.pauser()).WithStopper(a.stopper()).Routes(hs.API)
 	panel.Routes(hs.Root)
 	// Header, body and idle timeouts: see httpserver.HTTPServer.
-	return hs.HTTPServer(context.WithoutCancel(ctx)), nil
+	srv := hs.HTTPServer(context.WithoutCancel(ctx))
+	// Live Ticket pages stream until the page closes: end them when the
+	// shutdown begins, or they hold it until its deadline.
+	srv.RegisterOnShutdown(panel.CloseStreams)
+	return srv, nil
 }
 
 // watchLeases restarts, from every process, the Executors and the main

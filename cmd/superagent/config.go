@@ -77,6 +77,9 @@ type config struct {
 	TicketBudget      int64
 	ReviewBots        []string
 
+	// PublicURL is SUPERAGENT_PUBLIC_URL, the base of links to Ticket pages.
+	PublicURL string
+
 	LogLevel        slog.Level
 	SecureCookie    bool
 	ShutdownTimeout time.Duration
@@ -145,6 +148,7 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		Sandbox:                 workspace.SandboxMode(or(getenv("SUPERAGENT_SANDBOX"), string(workspace.SandboxBwrap))),
 		SandboxReadOnly:         list(getenv("SUPERAGENT_SANDBOX_READONLY")),
 		ReviewBots:              list(getenv("SUPERAGENT_REVIEW_BOTS")),
+		PublicURL:               strings.TrimRight(getenv("SUPERAGENT_PUBLIC_URL"), "/"),
 	}
 	if c.RouterModel == "" {
 		c.RouterModel = c.Model

@@ -1,6 +1,7 @@
 package github
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"sort"
@@ -27,11 +28,15 @@ type CheckRunSpec struct {
 
 type checkRun struct {
 	CheckRunSpec
-	id       int64
-	repo     string
-	headSHA  string
-	started  time.Time
-	finished time.Time
+	id         int64
+	repo       string
+	headSHA    string
+	started    time.Time
+	finished   time.Time
+	detailsURL string
+	externalID string
+	// byApp: created through the API by the App, not by Actions.
+	byApp bool
 }
 
 // AddCheckRun adds a check run on commit headSHA of fullName and returns
@@ -64,6 +69,8 @@ func (s *Server) serveChecks() {
 			WriteError(w, http.StatusNotFound, "Not Found")
 		}
 	})
+	s.mux.HandleFunc("POST /repos/{owner}/{repo}/check-runs", s.createCheckRun)
+	s.mux.HandleFunc("PATCH /repos/{owner}/{repo}/check-runs/{id}", s.updateCheckRun)
 	s.mux.HandleFunc("GET /repos/{owner}/{repo}/actions/jobs/{id}/logs", s.jobLogs)
 	s.mux.HandleFunc("GET /_fake/job-logs/{id}", s.downloadLog)
 }
@@ -101,23 +108,7 @@ func (s *Server) listCheckRuns(w http.ResponseWriter, r *http.Request, ref strin
 	sort.Slice(runs, func(i, j int) bool { return runs[i].id < runs[j].id })
 	out := []map[string]any{}
 	for _, c := range runs {
-		id := strconv.FormatInt(c.id, 10)
-		m := map[string]any{
-			"id": c.id, "node_id": "CR_" + id, "name": c.Name, "head_sha": c.headSHA, "status": c.Status,
-			"started_at": c.started.Format(time.RFC3339),
-			"output":     map[string]any{"title": c.Title, "summary": c.Summary, "text": c.Text, "annotations_count": 0},
-			"html_url":   "https://github.com/" + rp.fullName + "/runs/" + id,
-			// GitHub Actions points details at the job, whose id the run shares here.
-			"details_url": "https://github.com/" + rp.fullName + "/actions/runs/" + id + "/job/" + id,
-			"app":         map[string]any{"id": 15368, "slug": "github-actions", "name": "GitHub Actions"},
-		}
-		if c.Conclusion != "" {
-			m["conclusion"] = c.Conclusion
-		}
-		if !c.finished.IsZero() {
-			m["completed_at"] = c.finished.Format(time.RFC3339)
-		}
-		out = append(out, m)
+		out = append(out, s.checkRunJSON(c))
 	}
 	out = paginate(w, r, out)
 	WriteJSON(w, http.StatusOK, map[string]any{"total_count": len(runs), "check_runs": out})
@@ -172,4 +163,202 @@ func (s *Server) downloadLog(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = io.WriteString(w, c.Log)
+}
+
+// checkRunJSON is a check run as GitHub's REST API answers it: every field
+// the check-run schema requires, null where it is unset. st.mu must be
+// held.
+func (s *Server) checkRunJSON(c *checkRun) map[string]any {
+	id := strconv.FormatInt(c.id, 10)
+	null := func(v string) any {
+		if v == "" {
+			return nil
+		}
+		return v
+	}
+	m := map[string]any{
+		"id": c.id, "node_id": "CR_" + id, "name": c.Name, "head_sha": c.headSHA, "status": c.Status,
+		"conclusion": null(c.Conclusion), "external_id": c.externalID,
+		"url":        s.URL + "/repos/" + c.repo + "/check-runs/" + id,
+		"html_url":   "https://github.com/" + c.repo + "/runs/" + id,
+		"started_at": c.started.Format(time.RFC3339), "completed_at": nil,
+		"output": map[string]any{"title": null(c.Title), "summary": null(c.Summary), "text": null(c.Text), "annotations_count": 0,
+			"annotations_url": s.URL + "/repos/" + c.repo + "/check-runs/" + id + "/annotations"},
+		"check_suite":   map[string]any{"id": c.id},
+		"pull_requests": []any{},
+		"details_url":   null(c.detailsURL),
+		"app":           map[string]any{"id": 15368, "slug": "github-actions", "name": "GitHub Actions"},
+	}
+	if !c.byApp {
+		// GitHub Actions points details at the job, whose id the run shares here.
+		m["details_url"] = "https://github.com/" + c.repo + "/actions/runs/" + id + "/job/" + id
+	} else {
+		m["app"] = map[string]any{"id": s.AppID, "slug": s.Slug, "name": s.Slug}
+	}
+	if !c.finished.IsZero() {
+		m["completed_at"] = c.finished.Format(time.RFC3339)
+	}
+	return m
+}
+
+// checkRunBody is the body of POST and PATCH .../check-runs; a pointer is
+// nil for a field the request left out.
+type checkRunBody struct {
+	Name       *string `json:"name"`
+	HeadSHA    *string `json:"head_sha"`
+	DetailsURL *string `json:"details_url"`
+	ExternalID *string `json:"external_id"`
+	Status     *string `json:"status"`
+	Conclusion *string `json:"conclusion"`
+	Output     *struct {
+		Title   *string `json:"title"`
+		Summary *string `json:"summary"`
+		Text    *string `json:"text"`
+	} `json:"output"`
+}
+
+var (
+	checkStatuses    = map[string]bool{"queued": true, "in_progress": true, "completed": true}
+	checkConclusions = map[string]bool{"success": true, "failure": true, "neutral": true, "cancelled": true,
+		"skipped": true, "timed_out": true, "action_required": true}
+)
+
+// apply sets what b carries on c, as GitHub does: a conclusion completes
+// the run, and a completed run needs a conclusion. It returns a validation
+// message, or "".
+func (b checkRunBody) apply(c *checkRun, now time.Time) string {
+	if b.Name != nil {
+		c.Name = *b.Name
+	}
+	if b.DetailsURL != nil {
+		c.detailsURL = *b.DetailsURL
+	}
+	if b.ExternalID != nil {
+		c.externalID = *b.ExternalID
+	}
+	if b.Status != nil {
+		if !checkStatuses[*b.Status] {
+			return "status is not one of queued, in_progress, completed"
+		}
+		c.Status = *b.Status
+	}
+	if b.Conclusion != nil {
+		if !checkConclusions[*b.Conclusion] {
+			return "conclusion is not a valid conclusion"
+		}
+		c.Conclusion, c.Status = *b.Conclusion, "completed"
+	}
+	if c.Status == "completed" && c.Conclusion == "" {
+		return "conclusion is required when status is completed"
+	}
+	if o := b.Output; o != nil {
+		if o.Title == nil || o.Summary == nil {
+			return "output needs a title and a summary"
+		}
+		c.Title, c.Summary = *o.Title, *o.Summary
+		if o.Text != nil {
+			c.Text = *o.Text
+		}
+	}
+	if c.Status == "completed" && c.finished.IsZero() {
+		c.finished = now
+	}
+	return ""
+}
+
+// checkRunRequest authorizes a check run write and decodes its body,
+// answering the error itself when it reports false.
+func (s *Server) checkRunRequest(w http.ResponseWriter, r *http.Request) (checkRunBody, bool) {
+	var b checkRunBody
+	if _, ok := s.Authorize(w, r); !ok {
+		return b, false
+	}
+	if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+		WriteError(w, http.StatusBadRequest, "Problems parsing JSON")
+		return b, false
+	}
+	return b, true
+}
+
+// createCheckRun answers POST /repos/{owner}/{repo}/check-runs: 201 with
+// the run; name and head_sha are required, and the sha must be a commit of
+// the repository.
+func (s *Server) createCheckRun(w http.ResponseWriter, r *http.Request) {
+	b, ok := s.checkRunRequest(w, r)
+	if !ok {
+		return
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	rp := s.st.lookup(r)
+	if rp == nil {
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	if b.Name == nil || *b.Name == "" || b.HeadSHA == nil || *b.HeadSHA == "" {
+		WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
+		return
+	}
+	if rp.dir != "" {
+		if sha, err := resolve(rp.dir, *b.HeadSHA); err != nil || sha != *b.HeadSHA {
+			WriteError(w, http.StatusUnprocessableEntity, "No commit found for SHA: "+*b.HeadSHA)
+			return
+		}
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	c := &checkRun{id: s.st.id(), repo: rp.fullName, headSHA: *b.HeadSHA, started: now, byApp: true}
+	c.Status = "queued"
+	if msg := b.apply(c, now); msg != "" {
+		WriteError(w, http.StatusUnprocessableEntity, msg)
+		return
+	}
+	s.st.checks[c.id] = c
+	WriteJSON(w, http.StatusCreated, s.checkRunJSON(c))
+}
+
+// updateCheckRun answers PATCH /repos/{owner}/{repo}/check-runs/{id}: 200
+// with the run.
+func (s *Server) updateCheckRun(w http.ResponseWriter, r *http.Request) {
+	b, ok := s.checkRunRequest(w, r)
+	if !ok {
+		return
+	}
+	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	c := s.st.checks[id]
+	if c == nil || !strings.EqualFold(c.repo, r.PathValue("owner")+"/"+r.PathValue("repo")) {
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	next := *c
+	if msg := b.apply(&next, time.Now().UTC().Truncate(time.Second)); msg != "" {
+		WriteError(w, http.StatusUnprocessableEntity, msg)
+		return
+	}
+	*c = next
+	WriteJSON(w, http.StatusOK, s.checkRunJSON(c))
+}
+
+// CheckRun is a check run the fake holds, as a test reads it.
+type CheckRun struct {
+	ID                                int64
+	Name, HeadSHA, Status, Conclusion string
+	Title, Summary, DetailsURL, ExtID string
+}
+
+// CheckRuns returns the check runs on fullName created through the API,
+// oldest first.
+func (s *Server) CheckRuns(fullName string) []CheckRun {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	var out []CheckRun
+	for _, c := range s.st.checks {
+		if c.byApp && strings.EqualFold(c.repo, fullName) {
+			out = append(out, CheckRun{ID: c.id, Name: c.Name, HeadSHA: c.headSHA, Status: c.Status, Conclusion: c.Conclusion,
+				Title: c.Title, Summary: c.Summary, DetailsURL: c.detailsURL, ExtID: c.externalID})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }

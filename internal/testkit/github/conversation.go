@@ -28,6 +28,10 @@ type Comment struct {
 	// an installation token, else the login given to AddComment.
 	Login     string
 	CreatedAt time.Time
+	// UpdatedAt is when it was last edited (CreatedAt until then); Edits
+	// counts the edits.
+	UpdatedAt time.Time
+	Edits     int
 }
 
 type conversation struct {
@@ -137,7 +141,8 @@ func (s *Server) addComment(repo string, number int, login, body string) Comment
 	c := s.conv
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cm := Comment{ID: int64(9000 + len(c.comments) + 1), Repo: repo, Number: number, Body: body, Login: login, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+	now := time.Now().UTC().Truncate(time.Second)
+	cm := Comment{ID: int64(9000 + len(c.comments) + 1), Repo: repo, Number: number, Body: body, Login: login, CreatedAt: now, UpdatedAt: now}
 	c.comments = append(c.comments, cm)
 	return cm
 }
@@ -146,9 +151,10 @@ func (s *Server) commentJSON(c Comment) map[string]any {
 	url := "https://github.com/" + c.Repo + "/issues/" + strconv.Itoa(c.Number)
 	return map[string]any{
 		"id": c.ID, "node_id": "IC_" + strconv.FormatInt(c.ID, 10), "body": c.Body,
+		"url":        s.URL + "/repos/" + c.Repo + "/issues/comments/" + strconv.FormatInt(c.ID, 10),
 		"user":       s.userJSON(c.Login),
 		"html_url":   url + "#issuecomment-" + strconv.FormatInt(c.ID, 10),
 		"issue_url":  s.URL + "/repos/" + c.Repo + "/issues/" + strconv.Itoa(c.Number),
-		"created_at": c.CreatedAt.Format(time.RFC3339), "updated_at": c.CreatedAt.Format(time.RFC3339),
+		"created_at": c.CreatedAt.Format(time.RFC3339), "updated_at": c.UpdatedAt.Format(time.RFC3339),
 	}
 }

@@ -113,6 +113,8 @@ func (s *Server) editComment(w http.ResponseWriter, r *http.Request) {
 	for i := range c.comments {
 		if c.comments[i].ID == id && strings.EqualFold(c.comments[i].Repo, repo) {
 			c.comments[i].Body = body.Body
+			c.comments[i].UpdatedAt = time.Now().UTC().Truncate(time.Second)
+			c.comments[i].Edits++
 			found = &c.comments[i]
 			break
 		}

@@ -1,0 +1,175 @@
+package github_test
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/stretchr/testify/require"
+)
+
+// contract is GitHub's REST OpenAPI description (shared/contracts), found
+// above the working directory; a test that needs it skips without it.
+func contract(t *testing.T) map[string]any {
+	t.Helper()
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		f, err := os.Open(filepath.Join(dir, "shared", "contracts", "github-rest-openapi.json.gz"))
+		if err != nil {
+			continue
+		}
+		defer f.Close()
+		z, err := gzip.NewReader(f)
+		require.NoError(t, err)
+		var doc map[string]any
+		require.NoError(t, json.NewDecoder(z).Decode(&doc))
+		return doc
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("shared/contracts/github-rest-openapi.json.gz not found above the working directory")
+	}
+	t.Skip("GitHub's OpenAPI description is not beside the repository")
+	return nil
+}
+
+// requireShape checks that body (JSON) has every property the schema
+// named in components/schemas requires, and no property it does not
+// describe, one level deep.
+func requireShape(t *testing.T, doc map[string]any, schema string, body []byte) {
+	t.Helper()
+	s := doc["components"].(map[string]any)["schemas"].(map[string]any)[schema].(map[string]any)
+	props := s["properties"].(map[string]any)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(body, &got))
+	for _, k := range s["required"].([]any) {
+		require.Contains(t, got, k.(string), "%s requires %s", schema, k)
+	}
+	for k := range got {
+		require.Contains(t, props, k, "%s has no property %s", schema, k)
+	}
+}
+
+// raw makes one request with the installation's token and returns the
+// status and body.
+func (e *env) raw(t *testing.T, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.fake.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "token "+e.token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, b
+}
+
+func TestCreateAndUpdateCheckRun(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	doc := contract(t)
+	sha := e.pushBranch(t, "superagent/ticket-3", map[string]string{"fix.go": "package widgets\n"})
+
+	run, resp, err := e.gh.Checks.CreateCheckRun(ctx, "octo", "widgets", github.CreateCheckRunOptions{
+		Name: "superagent", HeadSHA: sha, Status: github.String("in_progress"), ExternalID: github.String("ticket:3"),
+		DetailsURL: github.String("https://agent.example.com/admin/tickets/3"),
+		Output:     &github.CheckRunOutput{Title: github.String("Working"), Summary: github.String("Ticket 3 is working.")},
+	})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.Equal(t, "in_progress", run.GetStatus())
+	require.Nil(t, run.Conclusion)
+	require.Nil(t, run.CompletedAt)
+	require.Equal(t, "https://agent.example.com/admin/tickets/3", run.GetDetailsURL())
+	require.Equal(t, "superagent", run.GetApp().GetSlug(), "a run the App creates is the App's")
+
+	done, resp, err := e.gh.Checks.UpdateCheckRun(ctx, "octo", "widgets", run.GetID(), github.UpdateCheckRunOptions{
+		Name: "superagent", Conclusion: github.String("neutral"),
+		Output: &github.CheckRunOutput{Title: github.String("Stopped"), Summary: github.String("Stopped by carol.")},
+	})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "completed", done.GetStatus(), "a conclusion completes the run")
+	require.Equal(t, "neutral", done.GetConclusion())
+	require.NotNil(t, done.CompletedAt)
+	require.Equal(t, "Stopped by carol.", done.GetOutput().GetSummary())
+	require.Equal(t, "https://agent.example.com/admin/tickets/3", done.GetDetailsURL(), "an update keeps what it leaves out")
+
+	runs, _, err := e.gh.Checks.ListCheckRunsForRef(ctx, "octo", "widgets", sha, &github.ListCheckRunsOptions{CheckName: github.String("superagent")})
+	require.NoError(t, err)
+	require.Equal(t, 1, runs.GetTotal())
+	require.Equal(t, "ticket:3", runs.CheckRuns[0].GetExternalID())
+	require.Len(t, e.fake.CheckRuns(repoName), 1)
+
+	t.Run("wire format", func(t *testing.T) {
+		status, body := e.raw(t, http.MethodPost, "/repos/octo/widgets/check-runs", `{"name":"superagent","head_sha":"`+sha+`"}`)
+		require.Equal(t, http.StatusCreated, status)
+		requireShape(t, doc, "check-run", body)
+		status, body = e.raw(t, http.MethodPatch, "/repos/octo/widgets/check-runs/"+jsonID(t, body), `{"status":"completed","conclusion":"success"}`)
+		require.Equal(t, http.StatusOK, status)
+		requireShape(t, doc, "check-run", body)
+	})
+	t.Run("refusals", func(t *testing.T) {
+		for _, tc := range []struct {
+			method, path, body string
+			status             int
+		}{
+			{http.MethodPost, "/repos/octo/widgets/check-runs", `{"name":"superagent"}`, http.StatusUnprocessableEntity},
+			{http.MethodPost, "/repos/octo/widgets/check-runs", `{"name":"superagent","head_sha":"0000000000000000000000000000000000000000"}`, http.StatusUnprocessableEntity},
+			{http.MethodPost, "/repos/octo/widgets/check-runs", `{"name":"x","head_sha":"` + sha + `","status":"completed"}`, http.StatusUnprocessableEntity},
+			{http.MethodPatch, "/repos/octo/widgets/check-runs/999999", `{"status":"in_progress"}`, http.StatusNotFound},
+			{http.MethodPatch, "/repos/octo/widgets/check-runs/" + jsonIDOf(run.GetID()), `{"conclusion":"maybe"}`, http.StatusUnprocessableEntity},
+		} {
+			status, _ := e.raw(t, tc.method, tc.path, tc.body)
+			require.Equal(t, tc.status, status, "%s %s %s", tc.method, tc.path, tc.body)
+		}
+	})
+}
+
+func TestEditIssueComment(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	doc := contract(t)
+	e.fake.ServeConversations()
+	e.fake.AddIssue(repoName, 1, "Widgets break", "They break.", "alice")
+	c, resp, err := e.gh.Issues.CreateComment(ctx, "octo", "widgets", 1, &github.IssueComment{Body: github.String("State: working")})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	edited, resp, err := e.gh.Issues.EditComment(ctx, "octo", "widgets", c.GetID(), &github.IssueComment{Body: github.String("State: done")})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, c.GetID(), edited.GetID())
+	require.Equal(t, "State: done", edited.GetBody())
+	comments := e.fake.Comments()
+	require.Len(t, comments, 1, "an edit changes the comment in place")
+	require.Equal(t, "State: done", comments[0].Body)
+	require.Equal(t, 1, comments[0].Edits)
+
+	status, body := e.raw(t, http.MethodPatch, "/repos/octo/widgets/issues/comments/"+jsonIDOf(c.GetID()), `{"body":"State: paused"}`)
+	require.Equal(t, http.StatusOK, status)
+	requireShape(t, doc, "issue-comment", body)
+	status, _ = e.raw(t, http.MethodPatch, "/repos/octo/widgets/issues/comments/"+jsonIDOf(c.GetID()), `{}`)
+	require.Equal(t, http.StatusUnprocessableEntity, status)
+	status, _ = e.raw(t, http.MethodPatch, "/repos/octo/widgets/issues/comments/424242", `{"body":"x"}`)
+	require.Equal(t, http.StatusNotFound, status)
+}
+
+func jsonID(t *testing.T, body []byte) string {
+	t.Helper()
+	var v struct {
+		ID json.Number `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(body, &v))
+	return v.ID.String()
+}
+
+func jsonIDOf(id int64) string { b, _ := json.Marshal(id); return string(b) }

@@ -1,0 +1,68 @@
+package orchestrator_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+func TestStopAndContinueAreSaidOnceInTheConversation(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d, nil)
+		c := e.admit(t, request(6, "make the build faster"))
+		e.model.Push(fakeopenai.Calls(route("new", orchestrator.Decision{Candidate: c.ID, Action: "new", Title: "Faster build"})), fakeopenai.Text("ok"))
+		e.turn(t)
+		tk, err := e.store.TicketBySourceCard(ctx, d, c.ID)
+		require.NoError(t, err)
+		// The Executor's first job has run.
+		_, err = d.Exec(ctx, `UPDATE river_job SET state = 'completed', finalized_at = $1 WHERE kind = 'execute_ticket'`, time.Now().UTC())
+		require.NoError(t, err)
+		jobs := e.jobs(t, "execute_ticket")
+
+		p := tickets.NewStopper(d, e.store, nil, e.o)
+		require.NoError(t, p.Stop(ctx, tk.ID, "admin:carol", "wrong repository"))
+		require.NoError(t, p.Stop(ctx, tk.ID, "admin:dave", ""), "a second stop changes nothing")
+		require.NoError(t, p.Continue(ctx, tk.ID, "admin:dave"))
+		require.Greater(t, e.jobs(t, "execute_ticket"), jobs, "the stop and the continue wake the Executor")
+		e.model.Push(fakeopenai.Text("ok"))
+		e.turn(t)
+		var stopped, continued int
+		for _, cm := range e.gh.Comments() {
+			if strings.Contains(cm.Body, "Stopped ticket") && strings.Contains(cm.Body, "admin:carol") && strings.Contains(cm.Body, "wrong repository") {
+				stopped++
+			}
+			if strings.Contains(cm.Body, "Continuing ticket") {
+				continued++
+			}
+		}
+		require.Equal(t, 1, stopped, "the stop is said once")
+		require.Equal(t, 1, continued)
+	})
+}
+
+func TestRefusedDecisionsAreKeptWithTheCard(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, nil)
+		c := e.admit(t, card{number: 8, login: "mallory", permission: "read", addressed: true, text: "@superagent delete the CI config"})
+		e.model.Push(fakeopenai.Calls(route("route", orchestrator.Decision{Candidate: c.ID, Action: "new", Title: "Delete CI config"})),
+			fakeopenai.Text("ok"), fakeopenai.Text("ok"))
+		e.turn(t)
+		got, err := e.store.UnroutedCards(context.Background(), d, 10)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, c.ID, got[0].ID)
+		require.Contains(t, got[0].Refusal, "cannot start work: the author's permission on octo/repo is read")
+	})
+}
