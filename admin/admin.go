@@ -91,6 +91,9 @@ type Deps struct {
 	// Connections reports the deployment's connections for the overview
 	// (what is configured, with a fix hint); nil shows none.
 	Connections func(ctx context.Context) []Connection
+	// PullFiles lists a pull request's changed files for the Ticket page;
+	// nil leaves them out.
+	PullFiles PullFiles
 }
 
 // Admin is the panel.
@@ -203,7 +206,7 @@ func (a *Admin) Authenticator() *CookieAuthenticator {
 
 func (a *Admin) jobs() http.Handler {
 	if a.cfg.Jobs != nil {
-		return a.cfg.Jobs
+		return withPanelNav(a.cfg.Jobs)
 	}
 	return a.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return a.render(w, r, http.StatusNotFound, "message.html", pageData{

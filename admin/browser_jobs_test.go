@@ -69,6 +69,16 @@ func TestBrowserJobs(t *testing.T) {
 		require.Empty(t, recordedViolations(t, ctx), "%s under its Content-Security-Policy", page.path)
 	}
 
+	// A way back to the panel, which River's UI has no place for.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.WaitVisible(chromedp.CSS(`#superagent-nav a[href="/admin/"]`)),
+		chromedp.Click(chromedp.CSS(`#superagent-nav a[href="/admin/"]`)),
+		chromedp.WaitVisible(chromedp.CSS("h1"))))
+	back, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+	require.NoError(t, err)
+	require.Equal(t, p.srv.URL+"/admin/", back)
+	require.Empty(t, recordedViolations(t, ctx), "the way back under the job UI's policy")
+
 	// The policy is there, on the page and on what it loads.
 	res := p.client(t).get("/admin/jobs/")
 	require.Equal(t, http.StatusSeeOther, res.status, "signed out")

@@ -87,6 +87,8 @@ type ticketPage struct {
 	Cursor  int64
 	// Links are the Ticket's places on GitHub and Feishu.
 	Links []ticketLink
+	// Files are its pull request's changed files; nil without one.
+	Files *pullFilesView
 }
 
 // sessionView is one Session with its transcript and model requests.
@@ -150,6 +152,7 @@ func (a *Admin) getTicket(w http.ResponseWriter, r *http.Request) error {
 		p.Cards = append(p.Cards, c)
 	}
 	p.Links = ticketLinks(t, p.Threads, p.Cards)
+	p.Files = a.pullFiles(ctx, t.Repo, t.PullNumber)
 	if st := a.deps.Sessions; st != nil {
 		totals, err := st.TicketTotals(ctx, a.db, id)
 		if err != nil {

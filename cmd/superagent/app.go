@@ -364,11 +364,12 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		return nil, err
 	}
 	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie}, a.db, a.prompts, admin.Deps{
-		Tickets:  a.tickets,
-		Sessions: a.sessions,
+		Tickets:     a.tickets,
+		Sessions:    a.sessions,
 		Pauser:      a.pauser(),
 		Stopper:     a.stopper(),
 		Connections: connections(cfg, a.db),
+		PullFiles:   a.pullFiles(),
 	})
 	if err != nil {
 		return nil, err
@@ -392,6 +393,26 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	// shutdown begins, or they hold it until its deadline.
 	srv.RegisterOnShutdown(panel.CloseStreams)
 	return srv, nil
+}
+
+// pullFiles lists a pull request's files through the installation that
+// covers its repository, for the Ticket page; nil without a GitHub App.
+func (a *app) pullFiles() admin.PullFiles {
+	if a.github == nil {
+		return nil
+	}
+	return func(ctx context.Context, repo string, number, limit int) ([]admin.PullFile, error) {
+		files, err := a.github.PullFiles(ctx, a.db, repo, number, limit)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]admin.PullFile, 0, len(files))
+		for _, f := range files {
+			out = append(out, admin.PullFile{Name: f.GetFilename(), Status: f.GetStatus(),
+				Additions: f.GetAdditions(), Deletions: f.GetDeletions(), Patch: f.GetPatch()})
+		}
+		return out, nil
+	}
 }
 
 // watchLeases restarts, from every process, the Executors and the main

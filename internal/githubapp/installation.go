@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/superagent-dev/superagent/internal/db"
 
@@ -45,4 +46,29 @@ func (c *Client) ForRepo(ctx context.Context, q db.Querier, repo string) (*githu
 		return nil, 0, fmt.Errorf("finding the installation of %s (is the App installed there?): %w", repo, err)
 	}
 	return c.Installation(id), id, nil
+}
+
+// PullFiles lists up to limit files changed by pull request number of
+// repo, through the installation that covers repo, following GitHub's
+// pages (100 files each; GitHub lists at most 3000).
+func (c *Client) PullFiles(ctx context.Context, q db.Querier, repo string, number, limit int) ([]*github.CommitFile, error) {
+	gh, _, err := c.ForRepo(ctx, q, repo)
+	if err != nil {
+		return nil, err
+	}
+	owner, name, _ := strings.Cut(repo, "/")
+	var out []*github.CommitFile
+	opts := &github.ListOptions{PerPage: min(max(limit, 1), 100)}
+	for len(out) < limit {
+		files, resp, err := gh.PullRequests.ListFiles(ctx, owner, name, number, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing the files of %s#%d: %w", repo, number, err)
+		}
+		out = append(out, files...)
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	return out[:min(len(out), limit)], nil
 }

@@ -274,8 +274,15 @@ func (s *Server) servePulls() {
 		defer s.st.mu.Unlock()
 		out := []map[string]any{}
 		for _, f := range diffFiles(rp.dir, p.baseSHA, p.HeadSHA) {
-			out = append(out, map[string]any{"filename": f.name, "status": "modified",
-				"additions": f.additions, "deletions": f.deletions, "changes": f.additions + f.deletions})
+			file := map[string]any{"filename": f.name, "status": "modified",
+				"additions": f.additions, "deletions": f.deletions, "changes": f.additions + f.deletions}
+			// As GitHub sends it: the hunks without the diff's headers.
+			if diff, err := runGit("", nil, "--git-dir", rp.dir, "diff", p.baseSHA+"..."+p.HeadSHA, "--", f.name); err == nil {
+				if i := strings.Index(diff, "@@"); i >= 0 {
+					file["patch"] = diff[i:]
+				}
+			}
+			out = append(out, file)
 		}
 		WriteJSON(w, http.StatusOK, paginate(w, r, out))
 	})
