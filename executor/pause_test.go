@@ -115,3 +115,53 @@ func testPause(t *testing.T, d *db.DB, next string) {
 	}
 	require.True(t, heard, "the follow-up admitted while paused reached the Executor after the resume")
 }
+
+// A pause that arrives while the model decides on pr_update, pr_close or
+// review_resolve: the call runs at the step's end, but it writes nothing to
+// GitHub (those tools write without the outbox, so they check the hold
+// themselves).
+func TestWritesWithoutTheOutboxRespectAPause(t *testing.T) {
+	t.Parallel()
+	for _, write := range []struct{ name, args string }{
+		{"pr_update", `{"title":"Fix the README typo","ready":true}`},
+		{"pr_close", `{"reason":"Another pull request fixes it.","pointer":"octo/hello#7"}`},
+		{"review_resolve", `{"thread":"PRRT_1"}`},
+	} {
+		t.Run(write.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, d *db.DB) {
+				ctx := context.Background()
+				var (
+					e    *env
+					tk   tickets.Ticket
+					once sync.Once
+				)
+				e = setup(t, d, func(req fakeopenai.Request) fakeopenai.Reply {
+					ss := steps(req)
+					if !done(ss, "pr_open") {
+						return typoFixer(req)
+					}
+					if len(ss) > 0 && ss[len(ss)-1].name == write.name {
+						return fakeopenai.Text("Stopping.")
+					}
+					once.Do(func() {
+						require.NoError(t, tickets.NewPauser(d, e.store).Pause(ctx, tk.ID, "carol", "hold on"))
+					})
+					return call(write.name, write.args)
+				})
+				tk, _ = e.request(t, "@superagent please fix the typo in the README")
+				e.run(t, tk.ID)
+
+				// The call ran after the pause (its result is in the
+				// transcript; no model request followed) and was refused.
+				require.Contains(t, e.transcript(t), "refused: ticket "+itoa(tk.ID)+" is paused by carol")
+				// (The host's own progress comment may still be edited.)
+				for _, r := range e.gh.Requests() {
+					if (r.Method == "PATCH" && strings.Contains(r.Path, "/pulls/")) || (r.Path == "/graphql" && strings.Contains(string(r.Body), "mutation")) {
+						t.Errorf("%s %s written during the pause: %s", r.Method, r.Path, r.Body)
+					}
+				}
+				require.True(t, e.gh.PullRequests(repo)[0].Draft, "still a draft")
+			})
+		})
+	}
+}

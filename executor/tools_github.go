@@ -207,6 +207,11 @@ func (e *Executor) prUpdate(ctx context.Context, call session.Call, a prUpdateAr
 	if err != nil {
 		return "", err
 	}
+	// The edit and the ready mark write without the outbox: check the
+	// hold here.
+	if err := held(t); err != nil {
+		return "", err
+	}
 	owner, name, _ := strings.Cut(t.Repo, "/")
 	body := pr.GetBody()
 	edit := &github.PullRequest{}
@@ -264,6 +269,9 @@ func (e *Executor) prClose(ctx context.Context, call session.Call, a prCloseArgs
 	}
 	t, gh, pr, err := e.ownPull(ctx, call.TicketID)
 	if err != nil {
+		return "", err
+	}
+	if err := held(t); err != nil {
 		return "", err
 	}
 	owner, name, _ := strings.Cut(t.Repo, "/")
@@ -443,6 +451,9 @@ func (e *Executor) reviewResolve(ctx context.Context, call session.Call, a revie
 	}
 	if t.PullNumber == 0 {
 		return "", session.Refuse("this Ticket has no pull request yet")
+	}
+	if err := held(t); err != nil {
+		return "", err
 	}
 	threads, err := e.reviewThreads(ctx, t.Repo, t.PullNumber)
 	if err != nil {
