@@ -167,7 +167,7 @@ func (a *Admin) getTicketEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	t, err := a.deps.Tickets.Ticket(ctx, a.db, id)
+	_, err = a.deps.Tickets.Ticket(ctx, a.db, id)
 	if errors.Is(err, tickets.ErrNotFound) {
 		return &httpserver.Error{Status: http.StatusNotFound, Message: "There is no such Ticket.", Err: err}
 	}
@@ -204,7 +204,8 @@ func (a *Admin) getTicketEvents(w http.ResponseWriter, r *http.Request) error {
 	defer tick.Stop()
 	idle := time.Now()
 	for {
-		if t, err = a.deps.Tickets.Ticket(ctx, a.db, id); err != nil {
+		t, err := a.deps.Tickets.Ticket(ctx, a.db, id)
+		if err != nil {
 			return a.streamEnd(ctx, err)
 		}
 		v, err := a.liveView(ctx, t)

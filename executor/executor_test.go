@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,5 +135,40 @@ func TestPushAndPullRequestWaitForTheConfirmation(t *testing.T) {
 		require.Empty(t, e.gh.PullRequests(repo))
 		_, ok := e.gh.Branch(t, repo, "superagent/ticket-"+strconv.FormatInt(tk.ID, 10))
 		require.False(t, ok, "nothing was pushed")
+	})
+}
+
+// An Executor's installation tokens are narrowed to its Ticket's
+// repository and to what its tools need, within what the installation was
+// granted: its git pushes and API calls cannot reach the installation's
+// other repositories.
+func TestExecutorTokensNameOnlyTheTicketsRepository(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, typoFixer)
+		// This installation's owner has not accepted Actions' logs yet.
+		e.gh.SetGranted(map[string]string{"contents": "write", "issues": "write", "pull_requests": "write", "checks": "write", "metadata": "read"})
+		tk, _ := e.request(t, "@superagent please fix the typo in the README")
+		e.run(t, tk.ID)
+		got, err := e.store.Ticket(context.Background(), d, tk.ID)
+		require.NoError(t, err)
+		require.NotZero(t, got.PullNumber, "the work was done with narrowed tokens")
+
+		scopes := e.gh.TokenScopes()
+		require.NotEmpty(t, scopes)
+		for _, s := range scopes {
+			require.Equal(t, []string{"hello"}, s, "every token names only the Ticket's repository")
+		}
+		for _, r := range e.gh.Requests() {
+			if r.Method != "POST" || !strings.HasSuffix(r.Path, "/access_tokens") {
+				continue
+			}
+			var body struct {
+				Permissions map[string]string `json:"permissions"`
+			}
+			require.NoError(t, json.Unmarshal(r.Body, &body))
+			require.Equal(t, map[string]string{"contents": "write", "issues": "write", "pull_requests": "write", "checks": "write", "metadata": "read"},
+				body.Permissions, "what the tools need, within what was granted")
+		}
 	})
 }

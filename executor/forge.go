@@ -20,29 +20,30 @@ import (
 // errNoGitHub refuses GitHub work where the App is not set up.
 var errNoGitHub = errors.New("the GitHub App is not configured")
 
-// installation finds the App installation that covers repo.
-func (e *Executor) installation(ctx context.Context, repo string) (int64, error) {
-	id, err := githubapp.InstallationFor(ctx, e.deps.DB, repo)
-	if err == nil && id == 0 {
-		err = githubapp.ErrNotInstalled
-	}
-	if err != nil {
-		return 0, fmt.Errorf("finding the installation of %s (is the App installed there?): %w", repo, err)
-	}
-	return id, nil
+// toolPermissions are what the Executor's tools need of a repository:
+// push and read code, pull requests, comments and reactions, check runs,
+// and Actions' job logs.
+var toolPermissions = map[string]string{
+	"contents": "write", "pull_requests": "write", "issues": "write", "checks": "write", "actions": "read", "metadata": "read",
 }
 
-// installationClient is a GitHub client acting as the installation that
-// covers repo.
-func (e *Executor) installationClient(ctx context.Context, repo string) (*github.Client, error) {
+// scoped is the installation that covers repo, narrowed to repo and to
+// toolPermissions: an Executor's token reaches nothing else.
+func (e *Executor) scoped(ctx context.Context, repo string) (*githubapp.Scoped, error) {
 	if e.deps.GitHub == nil {
 		return nil, errNoGitHub
 	}
-	gh, _, err := e.deps.GitHub.ForRepo(ctx, e.deps.DB, repo)
+	return e.deps.GitHub.ForRepoScoped(ctx, e.deps.DB, repo, toolPermissions)
+}
+
+// installationClient is a GitHub client acting as the installation that
+// covers repo, scoped to it.
+func (e *Executor) installationClient(ctx context.Context, repo string) (*github.Client, error) {
+	s, err := e.scoped(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
-	return gh, nil
+	return s.GitHub, nil
 }
 
 // remote is the Ticket's repository as git reaches it, with a current
@@ -51,16 +52,16 @@ func (e *Executor) remote(ctx context.Context, repo string) (workspace.Remote, e
 	if e.deps.GitHub == nil {
 		return workspace.Remote{}, errNoGitHub
 	}
-	id, err := e.installation(ctx, repo)
+	s, err := e.scoped(ctx, repo)
 	if err != nil {
 		return workspace.Remote{}, err
 	}
 	owner, name, _ := strings.Cut(repo, "/")
-	r, _, err := e.deps.GitHub.Installation(id).Repositories.Get(ctx, owner, name)
+	r, _, err := s.GitHub.Repositories.Get(ctx, owner, name)
 	if err != nil {
 		return workspace.Remote{}, fmt.Errorf("reading repository %s: %w", repo, err)
 	}
-	token, err := e.deps.GitHub.InstallationToken(ctx, id)
+	token, err := s.Token(ctx)
 	if err != nil {
 		return workspace.Remote{}, err
 	}
@@ -88,10 +89,7 @@ func (e *Executor) prepare(ctx context.Context, t tickets.Ticket) (*workspace.Wo
 // graphQL runs one GraphQL request as the installation covering repo and
 // decodes its data into out.
 func (e *Executor) graphQL(ctx context.Context, repo, query string, vars map[string]any, out any) error {
-	if e.deps.GitHub == nil {
-		return errNoGitHub
-	}
-	id, err := e.installation(ctx, repo)
+	sc, err := e.scoped(ctx, repo)
 	if err != nil {
 		return err
 	}
@@ -106,7 +104,7 @@ func (e *Executor) graphQL(ctx context.Context, repo, query string, vars map[str
 	req.Header.Set("Content-Type", "application/json")
 	// The installation client's transport adds the token, paces writes and
 	// retries rate limits.
-	resp, err := e.deps.GitHub.Installation(id).Client().Do(req)
+	resp, err := sc.GitHub.Client().Do(req)
 	if err != nil {
 		return fmt.Errorf("GraphQL request: %w", err)
 	}

@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -156,7 +157,7 @@ func TestWritesWithoutTheOutboxRespectAPause(t *testing.T) {
 				require.Contains(t, e.transcript(t), "refused: ticket "+itoa(tk.ID)+" is paused by carol")
 				// (The host's own progress comment may still be edited.)
 				for _, r := range e.gh.Requests() {
-					if (r.Method == "PATCH" && strings.Contains(r.Path, "/pulls/")) || (r.Path == "/graphql" && strings.Contains(string(r.Body), "mutation")) {
+					if (r.Method == http.MethodPatch && strings.Contains(r.Path, "/pulls/")) || (r.Path == "/graphql" && strings.Contains(string(r.Body), "mutation")) {
 						t.Errorf("%s %s written during the pause: %s", r.Method, r.Path, r.Body)
 					}
 				}

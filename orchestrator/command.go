@@ -125,7 +125,9 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 			if err := o.resumed(ctx, tx, t, &c, actor(c)); err != nil {
 				return err
 			}
-			tx.AfterCommit(func() { o.cfg.Logger.Info("ticket resumed", "ticket", t.ID, "repo", t.Repo, "by", actor(c), "card", c.ID) })
+			tx.AfterCommit(func() {
+				o.cfg.Logger.Info("ticket resumed", "ticket", t.ID, "repo", t.Repo, "by", actor(c), "card", c.ID)
+			})
 		case CommandAccept:
 			accepted, err := st.AcceptProposal(ctx, tx, id)
 			if err != nil {
@@ -135,7 +137,9 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 				if err := o.EnqueueExecutor(ctx, tx, id); err != nil {
 					return err
 				}
-				tx.AfterCommit(func() { o.cfg.Logger.Info("proposal accepted", "ticket", t.ID, "repo", t.Repo, "by", actor(c), "card", c.ID) })
+				tx.AfterCommit(func() {
+					o.cfg.Logger.Info("proposal accepted", "ticket", t.ID, "repo", t.Repo, "by", actor(c), "card", c.ID)
+				})
 			}
 		}
 	}

@@ -134,7 +134,9 @@ func (p *Stopper) Stop(ctx context.Context, ticketID int64, actor, reason string
 				return err
 			}
 		}
-		tx.AfterCommit(func() { p.logger.Info("ticket stopped", "ticket", ticketID, "repo", t.Repo, "by", actor, "reason", reason) })
+		tx.AfterCommit(func() {
+			p.logger.Info("ticket stopped", "ticket", ticketID, "repo", t.Repo, "by", actor, "reason", reason)
+		})
 		return nil
 	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"os/exec"
@@ -56,7 +57,7 @@ func TestWorkerMetricsAndHealthcheck(t *testing.T) {
 			cmd := exec.Command(binPath, append([]string{"healthcheck"}, args...)...)
 			cmd.Env = []string{"SUPERAGENT_ADDR=" + env["SUPERAGENT_ADDR"]}
 			out, err := cmd.CombinedOutput()
-			if ee, ok := err.(*exec.ExitError); ok {
+			if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 				return ee.ExitCode(), string(out)
 			}
 			require.NoError(t, err)

@@ -111,7 +111,7 @@ func checkHostname(host string) error {
 			return errors.New("empty or over-long label (a \"*\" may only stand first, as in *.example.com)")
 		}
 		for _, c := range label {
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_' {
 				return fmt.Errorf("%q is not allowed in a host name", c)
 			}
 		}

@@ -113,7 +113,7 @@ func (p *egressProxy) start() error {
 	}
 	p.dir = dir
 	p.sock = filepath.Join(dir, "s")
-	ln, err := net.Listen("unix", p.sock)
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "unix", p.sock)
 	if err == nil {
 		// The directory keeps everyone else out; the sandbox user, who
 		// reaches the socket through a bind mount, must be able to
@@ -388,7 +388,7 @@ func (p *egressProxy) tunnel(client net.Conn, fromClient io.Reader, upstream net
 					err = werr
 				}
 			}
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				// The other side may still answer.
 				closeWrite(dst)
 				return

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -54,13 +55,16 @@ func relay(args []string) int {
 		fmt.Fprintln(os.Stderr, "superagent egress relay: usage: "+relayArg+" ADDR SOCKET -- COMMAND...")
 		return 127
 	}
-	ln, err := net.Listen("tcp", args[0])
+	ctx := context.Background()
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", args[0])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "superagent egress relay:", err)
 		return 127
 	}
 	go relayServe(ln, args[1])
-	cmd := exec.Command(args[3], args[4:]...)
+	// The relay lives exactly as long as the command: bubblewrap ends
+	// both with the sandbox.
+	cmd := exec.CommandContext(ctx, args[3], args[4:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		if _, ok := errors.AsType[*exec.ExitError](err); !ok {
@@ -88,7 +92,7 @@ func relayServe(ln net.Listener, sock string) {
 		go func() {
 			defer func() { <-slots }()
 			defer c.Close()
-			up, err := net.Dial("unix", sock)
+			up, err := (&net.Dialer{}).DialContext(context.Background(), "unix", sock)
 			if err != nil {
 				return
 			}

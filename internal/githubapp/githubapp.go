@@ -72,11 +72,13 @@ type Client struct {
 	app     *github.Client
 	mu      sync.Mutex
 	perInst map[int64]*installation
+	scoped  map[string]*Scoped
 }
 
 type installation struct {
 	tr     *ghinstallation.Transport
 	client *github.Client
+	writes *writeLimiter
 }
 
 // New checks the configuration and returns a Client.
@@ -126,7 +128,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("creating GitHub App client: reading private key: %w", err)
 	}
 	apps.BaseURL = strings.TrimRight(base.String(), "/")
-	c := &Client{cfg: cfg, base: base, apps: apps, retry: retrying, metrics: m, perInst: map[int64]*installation{}}
+	c := &Client{cfg: cfg, base: base, apps: apps, retry: retrying, metrics: m, perInst: map[int64]*installation{}, scoped: map[string]*Scoped{}}
 	c.app = c.newGitHub(apps)
 	return c, nil
 }
@@ -164,9 +166,9 @@ func (c *Client) installation(id int64) *installation {
 	}
 	tr := ghinstallation.NewFromAppsTransport(c.apps, id)
 	tr.BaseURL = c.apps.BaseURL
-	top := &installationTransport{label: formatInstallation(id), next: tr, wait: c.cfg.Wait, metrics: c.metrics,
-		writes: newWriteLimiter(c.cfg.Now, c.cfg.WritesPerMinute, c.cfg.WritesPerHour)}
-	in := &installation{tr: tr, client: c.newGitHub(top)}
+	writes := newWriteLimiter(c.cfg.Now, c.cfg.WritesPerMinute, c.cfg.WritesPerHour)
+	top := &installationTransport{label: formatInstallation(id), next: tr, wait: c.cfg.Wait, metrics: c.metrics, writes: writes}
+	in := &installation{tr: tr, client: c.newGitHub(top), writes: writes}
 	c.perInst[id] = in
 	return in
 }

@@ -23,6 +23,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -69,9 +70,14 @@ type Server struct {
 	key *rsa.PrivateKey
 	pem []byte
 
-	mu          sync.Mutex
-	requests    []Request
-	tokens      map[string]int64 // token → installation id
+	mu       sync.Mutex
+	requests []Request
+	tokens   map[string]int64 // token → installation id
+	// scopes holds the repositories (lower-case names, without the owner)
+	// a token was restricted to when it was created; no entry: all.
+	scopes map[string]map[string]bool
+	// granted overrides the installations\' permissions (SetGranted).
+	granted     map[string]string
 	tokenCount  int
 	permissions map[string]string // owner/repo:login → level
 	customRoles map[string]string // custom role → its permission field
@@ -106,6 +112,7 @@ func New(t testing.TB) *Server {
 		key:         key,
 		pem:         pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		tokens:      map[string]int64{},
+		scopes:      map[string]map[string]bool{},
 		permissions: map[string]string{},
 		customRoles: map[string]string{},
 		faults:      map[string][]Fault{},
@@ -114,6 +121,7 @@ func New(t testing.TB) *Server {
 		st:          newStore(),
 	}
 	s.mux.HandleFunc("GET /app", s.getApp)
+	s.mux.HandleFunc("GET /app/installations/{id}", s.getInstallation)
 	s.mux.HandleFunc("POST /app/installations/{id}/access_tokens", s.createToken)
 	s.mux.HandleFunc("GET /repos/{owner}/{repo}/collaborators/{user}/permission", s.getPermission)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -271,12 +279,37 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) (int64, bool)
 	}
 	s.mu.Lock()
 	id, known := s.tokens[tok]
+	scope := s.scopes[tok]
 	s.mu.Unlock()
 	if !ok || !known {
 		WriteError(w, http.StatusUnauthorized, "Bad credentials")
 		return 0, false
 	}
+	if name := r.PathValue("repo"); scope != nil && name != "" && !scope[strings.ToLower(name)] {
+		WriteError(w, http.StatusForbidden, "Resource not accessible by integration")
+		return 0, false
+	}
 	return id, true
+}
+
+// TokenScopes returns, for each installation token created with a list of
+// repositories, that list (as the request named them).
+func (s *Server) TokenScopes() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][]string
+	for _, r := range s.requests {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.Path, "/access_tokens") {
+			continue
+		}
+		var body struct {
+			Repositories []string `json:"repositories"`
+		}
+		if json.Unmarshal(r.Body, &body) == nil && body.Repositories != nil {
+			out = append(out, body.Repositories)
+		}
+	}
+	return out
 }
 
 // TokensIssued returns how many installation tokens the fake has issued.
@@ -297,6 +330,48 @@ func (s *Server) getApp(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// grantedPermissions is what the fake's installations allow (SetGranted).
+func (s *Server) grantedPermissions() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.granted != nil {
+		return maps.Clone(s.granted)
+	}
+	return map[string]string{"contents": "write", "issues": "write", "pull_requests": "write", "checks": "write", "actions": "read", "metadata": "read"}
+}
+
+// SetGranted sets the permissions every installation of the App has, as
+// an owner accepted them (an installation made before the App asked for a
+// new permission lacks it until the owner accepts).
+func (s *Server) SetGranted(perms map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.granted = maps.Clone(perms)
+}
+
+func (s *Server) getInstallation(w http.ResponseWriter, r *http.Request) {
+	if !s.AuthorizeApp(w, r) {
+		return
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		WriteError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	WriteJSON(w, http.StatusOK, map[string]any{
+		"id": id, "app_id": s.AppID, "app_slug": s.Slug, "target_id": id, "target_type": "Organization",
+		"single_file_name": nil, "repository_selection": "all",
+		"access_tokens_url": s.URL + "/app/installations/" + strconv.FormatInt(id, 10) + "/access_tokens",
+		"html_url":          "https://github.com/organizations/octo/settings/installations/" + strconv.FormatInt(id, 10),
+		"repositories_url":  s.URL + "/installation/repositories",
+		"events":            []string{"issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment", "check_run", "check_suite", "workflow_run", "push"},
+		"account":           map[string]any{"login": "octo", "id": id, "type": "Organization"},
+		"permissions":       s.grantedPermissions(),
+		"created_at":        now, "updated_at": now, "suspended_by": nil, "suspended_at": nil,
+	})
+}
+
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	if !s.AuthorizeApp(w, r) {
 		return
@@ -306,16 +381,47 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "Not Found")
 		return
 	}
+	// The body may restrict the token to some of the installation's
+	// repositories (by name) and permissions.
+	var body struct {
+		Repositories []string          `json:"repositories"`
+		Permissions  map[string]string `json:"permissions"`
+	}
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			WriteError(w, http.StatusBadRequest, "Problems parsing JSON")
+			return
+		}
+	}
+	perms := s.grantedPermissions()
+	if body.Permissions != nil {
+		for k, v := range body.Permissions {
+			if granted, ok := perms[k]; !ok || (granted == "read" && v == "write") {
+				WriteError(w, http.StatusUnprocessableEntity, "The permissions requested are not granted to this installation.")
+				return
+			}
+		}
+		perms = body.Permissions
+	}
 	s.mu.Lock()
 	s.tokenCount++
 	tok := fmt.Sprintf("ghs_fake%d_%d", id, s.tokenCount)
 	s.tokens[tok] = id
+	selection := "all"
+	if body.Repositories != nil {
+		scope := map[string]bool{}
+		for _, name := range body.Repositories {
+			scope[strings.ToLower(name)] = true
+		}
+		s.scopes[tok] = scope
+		selection = "selected"
+	}
 	s.mu.Unlock()
 	WriteJSON(w, http.StatusCreated, map[string]any{
 		"token":                tok,
 		"expires_at":           time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
-		"permissions":          map[string]string{"contents": "write", "issues": "write", "pull_requests": "write", "checks": "write", "metadata": "read"},
-		"repository_selection": "all",
+		"permissions":          perms,
+		"repository_selection": selection,
 	})
 }
 

@@ -252,7 +252,13 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 	user, pass, ok := r.BasicAuth()
 	s.mu.Lock()
 	_, known := s.tokens[pass]
+	scope := s.scopes[pass]
 	s.mu.Unlock()
+	parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/git/"), "/", 3) // owner, repo.git, rest
+	if scope != nil && (len(parts) < 2 || !scope[strings.ToLower(strings.TrimSuffix(parts[1], ".git"))]) {
+		http.Error(w, "Repository not found.", http.StatusNotFound)
+		return
+	}
 	if !ok || user != "x-access-token" || !known {
 		w.Header().Set("WWW-Authenticate", `Basic realm="GitHub"`)
 		http.Error(w, "Invalid username or token.", http.StatusUnauthorized)
