@@ -135,6 +135,13 @@ func validate(reg *Registry, s Settings, sizeLimit int) problems {
 		for _, msg := range checkTemplate(key, s.Overrides[key].Text) {
 			ps.add("overrides."+key, "%s", msg)
 		}
+		if markers := FindConflictMarkers(s.Overrides[key].Text); len(markers) > 0 {
+			at := make([]string, len(markers))
+			for i, m := range markers {
+				at[i] = m.String()
+			}
+			ps.add("overrides."+key, "unresolved merge conflict at %s: keep the lines you want and delete the <<<<<<<, |||||||, ======= and >>>>>>> marker lines", strings.Join(at, ", "))
+		}
 	}
 
 	reserved := append(slices.Clone(reservedSkills), reg.SkillNames()...)
