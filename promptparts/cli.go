@@ -137,7 +137,10 @@ func (s *Service) DiffDir(ctx context.Context, dir string) (Diff, error) {
 	if err := ps.err(); err != nil {
 		return Diff{}, err
 	}
-	return Diff{From: v.Revision, To: -1, Changes: s.diffSettings(v.Settings, next)}, nil
+	// Both sides are what the agents would read now, with this release's
+	// built-in texts.
+	now := s.thisRelease()
+	return Diff{From: v.Revision, To: -1, Changes: s.diffSettings(v.Settings, now, next, now)}, nil
 }
 
 // patchFromDir reads an exported directory as a patch that turns the
