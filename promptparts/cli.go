@@ -127,10 +127,7 @@ func (s *Service) DiffDir(ctx context.Context, dir string) (Diff, error) {
 	if err != nil {
 		return Diff{}, err
 	}
-	next, ps, err := apply(s.reg, v.Settings, p, func(sha string) (bool, error) {
-		_, ok, err := s.store.defaultText(ctx, s.db, sha)
-		return ok, err
-	})
+	next, ps, err := apply(s.reg, v.Settings, p, s.knownBase(ctx, s.db))
 	if err != nil {
 		return Diff{}, err
 	}

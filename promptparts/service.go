@@ -222,10 +222,7 @@ func (s *Service) save(ctx context.Context, p Patch, meta SaveMeta, found proble
 		return SaveResult{}, err
 	}
 	return s.commit(ctx, p.BaseRevision, meta, p.Note, p.Request, nil, func(tx *db.Tx, head Settings) (Settings, problems, error) {
-		next, ps, err := apply(s.reg, head, p, func(sha string) (bool, error) {
-			_, ok, err := s.store.defaultText(ctx, tx, sha)
-			return ok, err
-		})
+		next, ps, err := apply(s.reg, head, p, s.knownBase(ctx, tx))
 		return next, append(found, ps...), err
 	})
 }
