@@ -22,7 +22,6 @@ import (
 	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/httpserver"
-	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/probe"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/internal/retry"
@@ -128,8 +127,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		a.logger.Warn("no model configured (SUPERAGENT_MODEL): routing is off; cards wait as candidates")
 		return nil
 	}
-	router, err := model.New(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.RouterModel,
-		Prices: prices(cfg.RouterModel, cfg.RouterModelPrice)})
+	router, err := cfg.Router.client()
 	if err != nil {
 		return err
 	}
@@ -180,8 +178,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 // buildExecutor wires the Executor Sessions on the executor model, with
 // their workspaces and command sandbox under the data directory.
 func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.Metrics) error {
-	m, err := model.New(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.Model,
-		Prices: prices(cfg.Model, cfg.ModelPrice)})
+	m, err := cfg.ExecutorModel.client()
 	if err != nil {
 		return err
 	}
@@ -195,7 +192,7 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 		return &settingError{"SUPERAGENT_SANDBOX", err.Error() + " (install bubblewrap, or set SUPERAGENT_SANDBOX=none for development only)"}
 	}
 	a.executor, err = executor.New(executor.Config{
-		Session:     session.Config{MaxWallTime: cfg.ExecutorWallTime, TokenBudget: cfg.TicketBudget, Metrics: usage},
+		Session:     session.Config{MaxWallTime: cfg.ExecutorWallTime, TokenBudget: cfg.TicketBudget, CostBudget: cfg.TicketCostBudget, Metrics: usage},
 		LeaseTTL:    cfg.ExecutorLease,
 		ReviewBots:  cfg.ReviewBots,
 		Environment: env,
@@ -215,14 +212,6 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 		a.logger.Info("removed the workspaces of ended tickets", "count", n)
 	}
 	return nil
-}
-
-// prices is the model client's price list: name's price, if configured.
-func prices(name string, p *model.Price) map[string]model.Price {
-	if p == nil {
-		return nil
-	}
-	return map[string]model.Price{name: *p}
 }
 
 // pauser pauses and resumes Tickets for the panel and the API; with the

@@ -42,6 +42,11 @@ type Config struct {
 	ModelAPIKey  string // SUPERAGENT_MODEL_API_KEY
 	Model        string // SUPERAGENT_MODEL
 	RouterModel  string // SUPERAGENT_ROUTER_MODEL; default Model
+	// RouterModelBaseURL and RouterModelAPIKey are the main Session's
+	// endpoint (SUPERAGENT_ROUTER_MODEL_BASE_URL, …_API_KEY); default the
+	// Executors'. The caller resolves the key's default.
+	RouterModelBaseURL string
+	RouterModelAPIKey  string
 
 	Sandbox        string // SUPERAGENT_SANDBOX; default "bwrap"
 	SandboxNetwork bool   // SUPERAGENT_SANDBOX_NETWORK=on
@@ -121,14 +126,14 @@ func Check(ctx context.Context, cfg Config) []Result {
 		{"migrations", d.migrations},
 		{"GitHub App", d.githubApp},
 		{"Feishu app", d.feishuApp},
-		{"model", d.model(cfg.Model)},
+		{"model", d.model(cfg.ModelBaseURL, cfg.ModelAPIKey, "SUPERAGENT_MODEL", cfg.Model)},
 		{"sandbox", d.sandbox},
 	}
-	if cfg.RouterModel != cfg.Model {
+	if cfg.RouterModel != cfg.Model || cfg.RouterModelBaseURL != cfg.ModelBaseURL || cfg.RouterModelAPIKey != cfg.ModelAPIKey {
 		checks = append(checks, struct {
 			name string
 			run  func(ctx context.Context) Result
-		}{"router model", d.model(cfg.RouterModel)})
+		}{"router model", d.model(cfg.RouterModelBaseURL, cfg.RouterModelAPIKey, "SUPERAGENT_ROUTER_MODEL", cfg.RouterModel)})
 	}
 	defer d.close()
 	var results []Result
@@ -163,6 +168,13 @@ func withDefaults(cfg Config) Config {
 	if cfg.RouterModel == "" {
 		cfg.RouterModel = cfg.Model
 	}
+	if cfg.RouterModelBaseURL == "" {
+		cfg.RouterModelBaseURL = cfg.ModelBaseURL
+		// The Executors' key goes only to the Executors' endpoint.
+		if cfg.RouterModelAPIKey == "" {
+			cfg.RouterModelAPIKey = cfg.ModelAPIKey
+		}
+	}
 	return cfg
 }
 
@@ -170,7 +182,7 @@ func withDefaults(cfg Config) Config {
 // text that came from libraries (error messages may quote requests).
 func newScrubber(cfg Config) func(string) string {
 	s := secret.New(cfg.GitHubWebhookSecret, string(cfg.GitHubPrivateKey), cfg.FeishuAppSecret,
-		cfg.FeishuVerificationToken, cfg.FeishuEncryptKey, cfg.ModelAPIKey)
+		cfg.FeishuVerificationToken, cfg.FeishuEncryptKey, cfg.ModelAPIKey, cfg.RouterModelAPIKey)
 	var password string
 	if u, err := url.Parse(cfg.DatabaseURL); err == nil && u.User != nil {
 		password, _ = u.User.Password()
