@@ -69,6 +69,8 @@ type Answer struct {
 type Result struct {
 	Request session.Request
 	Role    session.Role
+	// TicketID is the Ticket of the request's Session; 0 for none.
+	TicketID int64
 	// Problem says why the request could not be tried, such as a prompt
 	// made before prompts were recorded; the fields below are then empty.
 	Problem string
@@ -136,7 +138,7 @@ func (t *Trial) one(ctx context.Context, d promptparts.Draft, id int64) (Result,
 		return Result{}, err
 	}
 	scrub := t.cfg.Scrubber.Scrub
-	res := Result{Request: rp.Request, Role: rp.Session.Role, Recorded: Answer{
+	res := Result{Request: rp.Request, Role: rp.Session.Role, TicketID: rp.Session.TicketID, Recorded: Answer{
 		Model: rp.Request.ResponseModel, Content: scrub(rp.Answer.Content), ToolCalls: rp.Answer.ToolCalls,
 		FinishReason: rp.Request.FinishReason, Usage: rp.Request.Usage,
 	}}
