@@ -82,7 +82,7 @@ func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (
 		tickets.NewStateCollector(d))
 
 	var err error
-	if a.prompts, err = promptparts.New(promptparts.Config{Logger: logger}, d); err != nil {
+	if a.prompts, err = promptparts.New(promptparts.Config{Logger: logger, Version: buildVersion()}, d); err != nil {
 		return nil, err
 	}
 	a.queue = queue.New(d, queue.Config{Logger: logger, Registerer: a.registry, RescueAfter: cfg.RescueAfter})
