@@ -136,11 +136,7 @@ func validate(reg *Registry, s Settings, sizeLimit int) problems {
 			ps.add("overrides."+key, "%s", msg)
 		}
 		if markers := FindConflictMarkers(s.Overrides[key].Text); len(markers) > 0 {
-			at := make([]string, len(markers))
-			for i, m := range markers {
-				at[i] = m.String()
-			}
-			ps.add("overrides."+key, "unresolved merge conflict at %s: keep the lines you want and delete the <<<<<<<, |||||||, ======= and >>>>>>> marker lines", strings.Join(at, ", "))
+			ps.add("overrides."+key, "%s", ConflictMessage(markers))
 		}
 	}
 

@@ -289,6 +289,16 @@ func (c ConflictMarker) String() string {
 	return fmt.Sprintf("lines %d–%d", c.Start, c.End)
 }
 
+// ConflictMessage is the problem a save with markers left reports: where
+// each block is and what to do.
+func ConflictMessage(markers []ConflictMarker) string {
+	at := make([]string, len(markers))
+	for i, m := range markers {
+		at[i] = m.String()
+	}
+	return fmt.Sprintf("unresolved merge conflict at %s: keep the lines you want and delete the <<<<<<<, |||||||, ======= and >>>>>>> marker lines", strings.Join(at, ", "))
+}
+
 // FindConflictMarkers lists the conflict blocks left in text: a line that
 // begins with "<<<<<<<" up to the next line that begins with ">>>>>>>". A
 // lone "=======" (a Markdown heading underline) is no conflict.
