@@ -30,6 +30,7 @@ import (
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/promptparts/trial"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 	"github.com/superagent-dev/superagent/webhooks"
@@ -214,6 +215,21 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 	return nil
 }
 
+// trial tries prompt drafts on recorded requests for the panel, asking
+// each role's model again when one is configured.
+func (a *app) trial(cfg *config) *trial.Trial {
+	models := map[session.Role]trial.Model{}
+	for role, m := range map[session.Role]roleModel{session.RoleExecutor: cfg.ExecutorModel, session.RoleMain: cfg.Router} {
+		if m.Model == "" {
+			continue
+		}
+		if c, err := m.client(); err == nil {
+			models[role] = c
+		}
+	}
+	return trial.New(trial.Config{Models: models, Scrubber: cfg.scrub}, a.db, a.prompts, a.sessions)
+}
+
 // pauser pauses and resumes Tickets for the panel and the API; with the
 // orchestrator, pauses are confirmed and a resume wakes the Executor.
 func (a *app) pauser() *tickets.Pauser {
@@ -330,6 +346,8 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		Tickets:  a.tickets,
 		Sessions: a.sessions,
 		Pauser:   a.pauser(),
+		Scrubber: cfg.scrub,
+		Trial:    a.trial(cfg),
 	})
 	if err != nil {
 		return nil, err
