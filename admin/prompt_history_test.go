@@ -230,3 +230,20 @@ func TestVersionPageShowsItsBuiltinTexts(t *testing.T) {
 	require.Contains(t, c.get("/admin/versions/2").body, "recorded with the revision")
 	require.Contains(t, c.get("/admin/versions/1").body, "<strong>not recorded</strong> (saved before superagent kept them)")
 }
+
+// Each model request on a Ticket's page links to its prompt; one that no
+// prompt record explains says it cannot be rebuilt.
+func TestTicketRequestsLinkToTheirPrompt(t *testing.T) {
+	t.Parallel()
+	w := newTicketWorld(t, dbtest.SQLite(t))
+	c := w.panel.client(t)
+	c.signIn("ada")
+	res := c.get("/admin/tickets/" + itoa(w.ticket.ID))
+	require.Equal(t, http.StatusOK, res.status)
+	require.Contains(t, res.body, `<a href="/admin/prompts/requests/1" aria-label="The system prompt of request 1">prompt</a>`)
+	// This world's Sessions read a fixed prompt, not one promptparts
+	// assembled and recorded.
+	res = c.get("/admin/prompts/requests/1")
+	require.Equal(t, http.StatusOK, res.status)
+	require.Contains(t, html.UnescapeString(res.body), "The prompt of this request cannot be rebuilt")
+}
