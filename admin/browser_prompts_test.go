@@ -243,7 +243,6 @@ func TestBrowserMergeTheUpdatedDefault(t *testing.T) {
 		map[string]string{"runtime/work": ourWork, "runtime/handoff/worker": ourHandoff},
 		map[string]string{"runtime/work": newWork, "runtime/handoff/worker": newHandoff})
 	signInBrowser(t, ctx, p.srv.URL, "Ada")
-	var err error
 
 	// A clean merge.
 	require.NoError(t, chromedp.Do(ctx,
