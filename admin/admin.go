@@ -35,7 +35,9 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/promptparts/trial"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -94,6 +96,11 @@ type Deps struct {
 	// PullFiles lists a pull request's changed files for the Ticket page;
 	// nil leaves them out.
 	PullFiles PullFiles
+	// Scrubber removes secrets from rebuilt prompts, as the Sessions did
+	// before sending them.
+	Scrubber *secret.Scrubber
+	// Trial tries drafts on recorded model requests; nil hides it.
+	Trial *trial.Trial
 }
 
 // Admin is the panel.
@@ -151,6 +158,8 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 //	GET        /admin/signin, POST /admin/signin, POST /admin/signout
 //	GET        /admin/ (overview), /admin/static/*
 //	GET, POST  /admin/prompts, /admin/prompts/{key...}
+//	GET        /admin/prompts/requests/{id} (a recorded request's prompt)
+//	GET, POST  /admin/prompts/try (try a draft on recorded requests)
 //	GET, POST  /admin/sections, /admin/skills, /admin/skills/{name}, /admin/policy
 //	GET, POST  /admin/versions, /admin/versions/{revision}, /admin/versions/diff
 //	GET, POST  /admin/tickets, /admin/tickets/{id}
@@ -173,6 +182,9 @@ func (a *Admin) Routes(r chi.Router) {
 			r.Post("/signout", a.handle(a.postSignOut))
 			r.Get("/", a.handle(a.getOverview))
 			r.Get("/prompts", a.handle(a.getPrompts))
+			r.Get("/prompts/requests/{id}", a.handle(a.getRequestPrompt))
+			r.Get("/prompts/try", a.handle(a.getTry))
+			r.Post("/prompts/try", a.handle(a.postTry))
 			r.Get("/prompts/*", a.handle(a.getPart))
 			r.Post("/prompts/*", a.handle(a.postPart))
 			r.Get("/sections", a.handle(a.getSections))

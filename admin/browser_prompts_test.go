@@ -225,3 +225,89 @@ func TestBrowserRestoreAVersion(t *testing.T) {
 	require.Equal(t, "alice on Feishu is @alice on GitHub.\n", v.Settings.Skills["identities"])
 	require.Equal(t, "Ada", v.Actor)
 }
+
+// The merge page: a release's change on lines the team did not touch is
+// applied cleanly; one on lines the team changed is a conflict, marked in
+// the editor and refused on save until resolved.
+func TestBrowserMergeTheUpdatedDefault(t *testing.T) {
+	const oldWork = "# Work\n\nConfirm each new request once.\nDeliver honestly.\nReport at the end.\n"
+	const ourWork = "# Work\n\nConfirm each new request once.\nDeliver honestly.\nReport at the end, with the test output.\n"
+	const newWork = "# Work\n\nConfirm each new request once, concretely.\nDeliver honestly.\nReport at the end.\n"
+	const oldHandoff = "# Handoff\n\nSummarize the state.\n\nName the next step.\n"
+	const ourHandoff = "# Handoff\n\nWrite the state down.\n\nName the next step.\n"
+	const newHandoff = "# Handoff\n\nSummarize the state and the open questions.\n\nName the next step.\n"
+
+	ctx := browser(t, 1280)
+	p := upgraded(t, dbtest.SQLite(t),
+		map[string]string{"runtime/work": oldWork, "runtime/handoff/worker": oldHandoff},
+		map[string]string{"runtime/work": ourWork, "runtime/handoff/worker": ourHandoff},
+		map[string]string{"runtime/work": newWork, "runtime/handoff/worker": newHandoff})
+	signInBrowser(t, ctx, p.srv.URL, "Ada")
+
+	// A clean merge.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(p.srv.URL+"/admin/prompts/runtime/work"),
+		chromedp.WaitVisible(chromedp.CSS(".updated")),
+	))
+	primaries, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".choices .primary").length`))
+	require.NoError(t, err)
+	require.Zero(t, primaries, "none of Keep, Use new default, Merge and Edit is styled as the recommended one")
+	choices, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll(".choices button, .choices a.button")).map(e => e.textContent.trim())`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"Keep", "Use new default", "Merge", "Edit"}, choices)
+	click(t, ctx, `.choices button[aria-describedby="merge-hint"]`, ".merge")
+	require.Contains(t, text(t, ctx, ".merge p"), "1 change from the new default applied, and no conflict")
+	const editor = "#f-overrides-runtime-work"
+	require.Equal(t, "# Work\n\nConfirm each new request once, concretely.\nDeliver honestly.\nReport at the end, with the test output.\n", value(t, ctx, editor))
+	screenshot(t, ctx, "clean", "")
+	click(t, ctx, `button[value="preview"]`, `button[value="save"]`)
+	click(t, ctx, `button[value="save"]`, ".flash-ok")
+	require.Equal(t, "Overridden", text(t, ctx, "h1 .badge"))
+
+	// A conflict.
+	const hEditor = "#f-overrides-runtime-handoff-worker"
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(p.srv.URL+"/admin/prompts/runtime/handoff/worker"),
+		chromedp.WaitVisible(chromedp.CSS(".updated")),
+	))
+	click(t, ctx, `.choices button[aria-describedby="merge-hint"]`, ".mblock-conflict")
+	require.Contains(t, text(t, ctx, ".merge p"), "1 conflict to resolve")
+	require.Contains(t, text(t, ctx, "#conflict-1"), "Write the state down.")
+	require.Contains(t, text(t, ctx, "#conflict-1"), "Summarize the state and the open questions.")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href="#conflict-1"]`))))
+	hash, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash`))
+	require.NoError(t, err)
+	require.Equal(t, "#conflict-1", hash, "the jump link leads to the conflict")
+	merged := value(t, ctx, hEditor)
+	require.Contains(t, merged, "<<<<<<< your text\nWrite the state down.\n||||||| old default\nSummarize the state.\n=======\nSummarize the state and the open questions.\n>>>>>>> new default\n")
+	viewportShot(t, ctx, "conflict")
+
+	click(t, ctx, `button[value="preview"]`, "#problems")
+	require.Contains(t, text(t, ctx, "#problems"), "unresolved merge conflict at lines 3–9")
+	require.Equal(t, merged, value(t, ctx, hEditor), "the merge stays in the editor")
+	screenshot(t, ctx, "refused", "")
+
+	const resolved = "# Handoff\n\nWrite the state and the open questions down.\n\nName the next step.\n"
+	require.NoError(t, chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(hEditor), resolved)))
+	click(t, ctx, `button[value="preview"]`, `button[value="save"]`)
+	click(t, ctx, `button[value="save"]`, ".flash-ok")
+	require.Equal(t, "Overridden", text(t, ctx, "h1 .badge"))
+	v, err := p.prompts.Latest(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, resolved, v.Settings.Overrides["runtime/handoff/worker"].Text)
+}
+
+// upgraded is a panel on a release with the texts newer, over d where an
+// older release (the texts older) saved the team's overrides ours.
+func upgraded(t *testing.T, d *db.DB, older, ours, newer map[string]string) *panel {
+	t.Helper()
+	old := newPanel(t, d, release(t, older), Deps{})
+	overrides := map[string]any{}
+	for key, text := range ours {
+		overrides[key] = map[string]string{"text": text}
+	}
+	body, err := json.Marshal(map[string]any{"base_revision": 0, "overrides": overrides})
+	require.NoError(t, err)
+	saveAs(t, old, "ada", string(body))
+	return newPanel(t, d, release(t, newer), Deps{})
+}

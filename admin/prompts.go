@@ -54,8 +54,12 @@ type partPage struct {
 	Draft    *draft
 	Conflict *conflictView
 	// Compare is the side-by-side change from the override's base text to
-	// the new default, for a part whose default was updated.
-	Compare []diffRow
+	// the new default, for a part whose default was updated, unchanged
+	// lines folded.
+	Compare *compareView
+	// Merge is the three-way merge of that change into the team's text,
+	// when asked for (?merge=1); the editor then holds its result.
+	Merge *mergeView
 	// OverrideDiff is the change from the default to the team's saved
 	// text, for an overridden part.
 	OverrideDiff []promptparts.DiffLine
@@ -101,6 +105,10 @@ func (a *Admin) getPart(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
+	if r.URL.Query().Get("merge") == "1" && part.Status == promptparts.StatusDefaultUpdated && part.BaseText != nil && part.Override != nil {
+		p.Merge = newMergeView(*part.BaseText, *part.Override, part.Default)
+		p.Text, p.Note = p.Merge.Text, "merge the updated default of "+key
+	}
 	return a.showPart(w, r, http.StatusOK, p, nil)
 }
 
@@ -110,7 +118,8 @@ func newPartPage(o promptparts.Overview, part promptparts.Part) partPage {
 		p.Text = *part.Override
 	}
 	if part.BaseText != nil {
-		p.Compare = sideBySide(promptparts.DiffLines(*part.BaseText, part.Default))
+		v := foldRows(sideBySide(promptparts.DiffLines(*part.BaseText, part.Default)), "change")
+		p.Compare = &v
 	}
 	if part.Status == promptparts.StatusOverridden {
 		p.OverrideDiff = promptparts.DiffLines(part.Default, *part.Override)
@@ -146,6 +155,14 @@ func (a *Admin) postPart(w http.ResponseWriter, r *http.Request) error {
 		p.Text, p.Note, p.BaseRevision = text, note, base
 		return a.showPart(w, r, http.StatusOK, p, nil)
 	case "preview":
+		// Conflict markers left from a merge are refused before the
+		// preview, with where they are.
+		if markers := promptparts.FindConflictMarkers(text); len(markers) > 0 {
+			p := newPartPage(o, part)
+			p.Text, p.Note, p.BaseRevision = text, note, base
+			return a.showPart(w, r, http.StatusUnprocessableEntity, p,
+				problemSet{{Key: "overrides." + key, Message: promptparts.ConflictMessage(markers)}})
+		}
 		return a.previewPart(w, r, part, base)
 	case "save":
 		patch := promptparts.Patch{BaseRevision: base, Note: note, Overrides: map[string]*promptparts.OverridePatch{

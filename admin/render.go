@@ -95,18 +95,19 @@ func redirect(w http.ResponseWriter, r *http.Request, url string) error {
 // flashes are the outcomes a redirect can name in ?done=; the text is
 // fixed here, so nothing from the URL is shown but a revision number.
 var flashes = map[string]struct{ text, kind string }{
-	"saved":     {"Saved as revision %s.", "ok"},
-	"unchanged": {"Nothing changed, so no revision was made.", "ok"},
-	"restored":  {"Restored as revision %s.", "ok"},
-	"kept":      {"Kept your text; it is now based on the new default (revision %s).", "ok"},
-	"default":   {"The part now follows the built-in default (revision %s).", "ok"},
-	"stale":     {"Someone saved revision %s after you loaded the page, so nothing was saved. The page now shows the latest revision; check it and try again.", "warn"},
-	"rebased":   {"Your draft is now based on revision %s. Preview it and save.", "ok"},
-	"discarded": {"Draft discarded.", "ok"},
-	"paused":    {"Ticket paused. It stays paused until a person resumes it.", "ok"},
-	"resumed":   {"Ticket resumed.", "ok"},
-	"stopped":   {"Ticket stopped. Its Session ends at its next step and nothing more is written for it.", "ok"},
-	"continued": {"Ticket continued: a new Session picks up where the last one stopped.", "ok"},
+	"saved":            {"Saved as revision %s.", "ok"},
+	"unchanged":        {"Nothing changed, so no revision was made.", "ok"},
+	"restored":         {"Restored as revision %s.", "ok"},
+	"restored-inexact": {"Restored as revision %s. The built-in texts of some parts at the restored revision were not recorded: they follow today's defaults.", "warn"},
+	"kept":             {"Kept your text; it is now based on the new default (revision %s).", "ok"},
+	"default":          {"The part now follows the built-in default (revision %s).", "ok"},
+	"stale":            {"Someone saved revision %s after you loaded the page, so nothing was saved. The page now shows the latest revision; check it and try again.", "warn"},
+	"rebased":          {"Your draft is now based on revision %s. Preview it and save.", "ok"},
+	"discarded":        {"Draft discarded.", "ok"},
+	"paused":           {"Ticket paused. It stays paused until a person resumes it.", "ok"},
+	"resumed":          {"Ticket resumed.", "ok"},
+	"stopped":          {"Ticket stopped. Its Session ends at its next step and nothing more is written for it.", "ok"},
+	"continued":        {"Ticket continued: a new Session picks up where the last one stopped.", "ok"},
 }
 
 func flashFrom(r *http.Request) (string, string) {
@@ -164,6 +165,9 @@ var funcs = template.FuncMap{
 	"int64":      func(n int) int64 { return int64(n) },
 	"deref":      derefString,
 	"sectionOf":  sectionOf,
+	"originClass": func(o promptparts.PartOrigin) string {
+		return strings.ReplaceAll(string(o), " ", "-")
+	},
 	"probs": func(ps problemSet, key string) fieldProblems {
 		return fieldProblems{ID: fieldID(key), Messages: ps.At(key)}
 	},
@@ -175,6 +179,9 @@ var funcs = template.FuncMap{
 	},
 	"fieldType": func(v url.Values, ps problemSet, name, label, hint, typ string) formField {
 		return formField{Name: name, Label: label, Hint: hint, Type: typ, Value: v.Get(name), Problems: fieldProblems{ID: fieldID(name), Messages: ps.At(name)}}
+	},
+	"foldedOf": func(v *compareView, caption, left, right string) foldedArgs {
+		return foldedArgs{V: v, Caption: caption, Left: left, Right: right}
 	},
 	"conflictOf": func(c *conflictView, url, csrf, what string) conflictArgs {
 		return conflictArgs{C: c, URL: url, CSRF: csrf, What: what}
@@ -192,6 +199,12 @@ type formField struct {
 type fieldProblems struct {
 	ID       string
 	Messages []string
+}
+
+// foldedArgs feed the "folded" template.
+type foldedArgs struct {
+	V                    *compareView
+	Caption, Left, Right string
 }
 
 // conflictArgs feed the "conflict" template.

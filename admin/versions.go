@@ -46,6 +46,10 @@ type versionPage struct {
 	Info promptparts.VersionInfo
 	Head int64
 	Diff promptparts.Diff
+	// Builtins says what is known of the built-in texts the revision was
+	// saved with; Unrecorded lists the parts whose text is not.
+	Builtins   promptparts.BuiltinState
+	Unrecorded []string
 }
 
 func pathRevision(r *http.Request) (int64, error) {
@@ -73,7 +77,7 @@ func (a *Admin) getVersion(w http.ResponseWriter, r *http.Request) error {
 
 func (a *Admin) showVersion(w http.ResponseWriter, r *http.Request, status int, rev int64, ps problemSet) error {
 	ctx := r.Context()
-	v, err := a.prompts.Version(ctx, rev)
+	v, err := a.prompts.Content(ctx, rev)
 	if err != nil {
 		return notFound(err)
 	}
@@ -91,7 +95,7 @@ func (a *Admin) showVersion(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	return a.render(w, r, status, "version.html", pageData{
 		Title: "Revision " + strconv.FormatInt(rev, 10), Nav: "versions", Problems: ps,
-		Data: versionPage{Info: v.VersionInfo, Head: head, Diff: d},
+		Data: versionPage{Info: v.VersionInfo, Head: head, Diff: d, Builtins: v.Builtins, Unrecorded: v.Unrecorded},
 	})
 }
 
@@ -105,7 +109,9 @@ func (a *Admin) postRestore(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.prompts.Restore(ctx, rev, base, panelSave(ctx), r.PostFormValue("note"))
+	res, err := a.prompts.RestoreWith(ctx, rev, base, panelSave(ctx), promptparts.RestoreOptions{
+		Note: r.PostFormValue("note"), FollowDefaults: r.PostFormValue("follow_defaults") == "on",
+	})
 	var ve *promptparts.ValidationError
 	switch {
 	case errors.As(err, &ve):
@@ -115,7 +121,11 @@ func (a *Admin) postRestore(w http.ResponseWriter, r *http.Request) error {
 	case res.Unchanged:
 		return redirect(w, r, withQuery("/admin/versions", "done", "unchanged"))
 	}
-	return redirect(w, r, withQuery("/admin/versions", "done", "restored", "rev", strconv.FormatInt(res.Revision, 10)))
+	done := "restored"
+	if len(res.Inexact) > 0 {
+		done = "restored-inexact"
+	}
+	return redirect(w, r, withQuery("/admin/versions", "done", done, "rev", strconv.FormatInt(res.Revision, 10)))
 }
 
 // diffPage compares two revisions.

@@ -44,6 +44,22 @@ func Apply(ctx context.Context, d *db.DB, logger *slog.Logger) error {
 	return nil
 }
 
+// applyTo is Apply up to the application's migration version, for tests
+// of what a migration does to data already stored.
+func applyTo(ctx context.Context, d *db.DB, version int64) error {
+	if err := migrateRiver(ctx, d, slog.New(slog.DiscardHandler)); err != nil {
+		return err
+	}
+	provider, err := newProvider(d)
+	if err != nil {
+		return err
+	}
+	if _, err := provider.UpTo(ctx, version); err != nil {
+		return fmt.Errorf("applying application migrations up to %d: %w", version, err)
+	}
+	return nil
+}
+
 // Pending reports whether any migration, River's or the application's, has
 // not been applied yet.
 func Pending(ctx context.Context, d *db.DB) (bool, error) {

@@ -135,6 +135,9 @@ func validate(reg *Registry, s Settings, sizeLimit int) problems {
 		for _, msg := range checkTemplate(key, s.Overrides[key].Text) {
 			ps.add("overrides."+key, "%s", msg)
 		}
+		if markers := FindConflictMarkers(s.Overrides[key].Text); len(markers) > 0 {
+			ps.add("overrides."+key, "%s", ConflictMessage(markers))
+		}
 	}
 
 	reserved := append(slices.Clone(reservedSkills), reg.SkillNames()...)

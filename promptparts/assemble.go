@@ -74,7 +74,9 @@ func (s *Service) Assemble(ctx context.Context, in Input) (string, int64, error)
 
 // AssembleAt builds the prompt from revision rev instead of the latest, for
 // an Executor reading a revision it worked under. Parts the revision did not
-// override read as this release's defaults.
+// override read as this release's defaults. The first time a prompt is
+// built in this process, what it was built from is recorded under its
+// SHA-256 (see Reassemble).
 func (s *Service) AssembleAt(ctx context.Context, rev int64, in Input) (string, int64, error) {
 	c, err := s.compiled(ctx, rev)
 	if err != nil {
@@ -85,6 +87,11 @@ func (s *Service) AssembleAt(ctx context.Context, rev int64, in Input) (string, 
 	}
 	prompt, err := c.build(in)
 	if err != nil {
+		return "", 0, err
+	}
+	// Once per distinct prompt and process: what it was built from, so
+	// that a recorded model request's prompt can be rebuilt exactly.
+	if err := s.record(ctx, rev, in, prompt); err != nil {
 		return "", 0, err
 	}
 	c.outputs.put(in, prompt)
@@ -116,11 +123,13 @@ func (c *compiled) build(in Input) (string, error) {
 			writeInferred(&b, in.InferredRules)
 		}
 	default:
-		return "", fmt.Errorf("assembling a prompt: unknown role %q", in.Role)
+		return "", errUnknownRole(in.Role)
 	}
 	// Every part ends with a blank line; the prompt ends with one newline.
 	return strings.TrimSuffix(b.String(), "\n"), nil
 }
+
+func errUnknownRole(r Role) error { return fmt.Errorf("assembling a prompt: unknown role %q", r) }
 
 func envSize(c *compiled, vars []Var) int {
 	n := len(c.text(KeyEnvironment)) + 16
@@ -131,6 +140,13 @@ func envSize(c *compiled, vars []Var) int {
 }
 
 const sep = "\n\n"
+
+// partText is text as writePart writes it.
+func partText(text string) string {
+	var b strings.Builder
+	writePart(&b, text)
+	return b.String()
+}
 
 func writePart(b *strings.Builder, text string) {
 	text = strings.TrimSpace(text)
@@ -165,19 +181,26 @@ func writeEnvironment(b *strings.Builder, c *compiled, vars []Var) {
 	b.WriteString(sep)
 }
 
+// agentsHeading opens the AGENTS.md chain in an Executor's prompt.
+const agentsHeading = "# Repository instructions (AGENTS.md)\n\n" +
+	"The repository's own instructions for agents, outermost first; a deeper file refines the ones above it for its directory. They rank with the team sections: the instructions above and the host's checks prevail." +
+	sep
+
 func writeAgentsMD(b *strings.Builder, files []AgentsFile) {
 	if len(files) == 0 {
 		return
 	}
-	b.WriteString("# Repository instructions (AGENTS.md)\n\n")
-	b.WriteString("The repository's own instructions for agents, outermost first; a deeper file refines the ones above it for its directory. They rank with the team sections: the instructions above and the host's checks prevail.")
-	b.WriteString(sep)
+	b.WriteString(agentsHeading)
 	for _, f := range files {
-		b.WriteString("## ")
-		b.WriteString(f.Path)
-		b.WriteString(sep)
-		writePart(b, f.Text)
+		writeAgentsFile(b, f)
 	}
+}
+
+func writeAgentsFile(b *strings.Builder, f AgentsFile) {
+	b.WriteString("## ")
+	b.WriteString(f.Path)
+	b.WriteString(sep)
+	writePart(b, f.Text)
 }
 
 func writeInferred(b *strings.Builder, rules []policy.Rule) {
@@ -194,11 +217,16 @@ type compiled struct {
 	revision       int64
 	settings       Settings
 	texts          map[string]string
+	origins        map[string]PartOrigin
 	mainPrefix     string
 	executorPrefix string
+	// mainSegments and executorSegments are the prefixes' parts, with
+	// where each comes from.
+	mainSegments, executorSegments []Segment
 	// policySection depends on nothing but the revision either; it is
 	// rendered once and still sits last in the main Session's prompt.
 	policySection string
+	policySegment Segment
 	// envBefore and envAfter surround {variables} in the Environment
 	// template.
 	envBefore, envAfter string
@@ -251,42 +279,44 @@ func (s *Service) remember(c *compiled) {
 }
 
 func (s *Service) compile(rev int64, settings Settings) *compiled {
-	c := &compiled{revision: rev, settings: settings, texts: make(map[string]string, len(s.reg.keys)), outputs: newOutputCache()}
-	for _, key := range s.reg.keys {
+	return compileWith(rev, settings, s.reg.keys, s.reg.Text)
+}
+
+// compileWith makes a revision ready for assembly with the built-in texts
+// builtin gives for keys: this release's, or for a rebuild those a
+// recorded prompt was assembled with.
+func compileWith(rev int64, settings Settings, keys []string, builtin func(key string) string) *compiled {
+	c := &compiled{revision: rev, settings: settings, texts: make(map[string]string, len(keys)),
+		origins: make(map[string]PartOrigin, len(keys)), outputs: newOutputCache()}
+	for _, key := range keys {
 		if o, ok := settings.Overrides[key]; ok {
-			c.texts[key] = o.Text
+			c.texts[key], c.origins[key] = o.Text, OriginOverride
 		} else {
-			c.texts[key] = s.reg.Text(key)
+			c.texts[key], c.origins[key] = builtin(key), OriginBuiltin
 		}
 	}
-	team := teamSections(settings)
+	team := Segment{Key: "sections", Origin: OriginTeam, Text: teamSections(settings)}
 
-	var b strings.Builder
-	writePart(&b, c.texts[KeyShared])
-	writePart(&b, c.texts[KeyOrchestrator])
-	b.WriteString(team)
-	writePart(&b, c.texts[KeySubscriptions])
-	writePart(&b, c.texts[KeyReplies])
-	writePart(&b, c.texts[KeyDispatch])
-	writePart(&b, c.texts[KeyAdmission])
-	writePart(&b, c.texts[KeyHandoffOrchestrator])
-	c.mainPrefix = b.String()
-	b.Reset()
-	writePart(&b, policy.Render(c.texts[KeyPolicy], c.texts[KeyPolicyNone], rev, settings.Policy))
-	c.policySection = b.String()
+	part := func(key string) Segment { return c.segment(key, c.texts[key]) }
+	c.mainSegments = nonEmpty(part(KeyShared), part(KeyOrchestrator), team, part(KeySubscriptions), part(KeyReplies),
+		part(KeyDispatch), part(KeyAdmission), part(KeyHandoffOrchestrator))
+	c.mainPrefix = joinSegments(c.mainSegments)
+	policyText := policy.Render(c.texts[KeyPolicy], c.texts[KeyPolicyNone], rev, settings.Policy)
+	c.policySegment = Segment{Key: KeyPolicy, Origin: OriginGenerated, Template: c.origins[KeyPolicy], Text: partText(policyText)}
+	c.policySection = c.policySegment.Text
 	c.envBefore, c.envAfter, _ = strings.Cut(strings.TrimSpace(c.texts[KeyEnvironment]), "{variables}")
 
-	b.Reset()
-	writePart(&b, c.texts[KeyShared])
-	writePart(&b, c.texts[KeyWorker])
-	b.WriteString(team)
-	writePart(&b, c.texts[KeySubscriptions])
-	writePart(&b, c.texts[KeyReplies])
-	writePart(&b, c.texts[KeyWork])
-	writePart(&b, c.texts[KeyHandoffWorker])
-	writePart(&b, c.texts[KeyCoding])
-	c.executorPrefix = b.String()
+	c.executorSegments = nonEmpty(part(KeyShared), part(KeyWorker), team, part(KeySubscriptions), part(KeyReplies),
+		part(KeyWork), part(KeyHandoffWorker), part(KeyCoding))
+	c.executorPrefix = joinSegments(c.executorSegments)
 	return c
+}
+
+// segment is key's text as writePart writes it, with its origin.
+func (c *compiled) segment(key, text string) Segment {
+	var b strings.Builder
+	writePart(&b, text)
+	return Segment{Key: key, Origin: c.origins[key], Text: b.String()}
 }
 
 // teamSections renders the three team sections under the headings the

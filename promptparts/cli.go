@@ -48,15 +48,29 @@ type sectionSettings struct {
 
 var sectionFiles = []string{"communication", "ticket_scope", "delivery_requirements"}
 
-// Export writes the latest revision to dir (created if missing, refused if
-// not empty) and returns the revision written.
-func (s *Service) Export(ctx context.Context, dir string) (int64, error) {
+// layoutEntries are the files and directories an export owns in its
+// directory; a forced export replaces them and leaves anything else.
+var layoutEntries = []string{manifestFile, policyFile, "parts", "sections", "skills"}
+
+// Export writes the latest revision to dir (created if missing) and returns
+// the revision written. A directory that is not empty is refused unless
+// force is set; then what an earlier export wrote there is replaced, so a
+// part or skill removed since does not linger, and other files (a README,
+// .git) are kept.
+func (s *Service) Export(ctx context.Context, dir string, force bool) (int64, error) {
 	v, err := s.Latest(ctx)
 	if err != nil {
 		return 0, err
 	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return 0, fmt.Errorf("exporting prompts to %s: the directory is not empty", dir)
+		if !force {
+			return 0, fmt.Errorf("exporting prompts to %s: the directory is not empty (force replaces an earlier export there)", dir)
+		}
+		for _, name := range layoutEntries {
+			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+				return 0, fmt.Errorf("exporting prompts to %s: %w", dir, err)
+			}
+		}
 	}
 	st := v.Settings
 	m := Manifest{Revision: v.Revision, Bases: map[string]string{}}
@@ -108,8 +122,21 @@ func mustIndent(v any) []byte {
 
 // Import saves the configuration in dir as one new version on top of base.
 // A negative base means the revision in the directory's manifest. Whatever
-// dir does not contain (an override, a skill) is removed.
+// dir does not contain (an override, a skill) is removed. Importing is
+// idempotent: when dir holds what the latest revision holds, nothing is
+// saved and the result is Unchanged, whatever base it names.
 func (s *Service) Import(ctx context.Context, dir string, base int64, actor string) (SaveResult, error) {
+	head, next, err := s.dirSettings(ctx, dir)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	a, err := head.Settings.marshal()
+	if err != nil {
+		return SaveResult{}, err
+	}
+	if b, err := next.marshal(); err == nil && string(a) == string(b) {
+		return SaveResult{Revision: head.Revision, Unchanged: true}, nil
+	}
 	p, err := s.patchFromDir(ctx, dir, base)
 	if err != nil {
 		return SaveResult{}, err
@@ -119,25 +146,35 @@ func (s *Service) Import(ctx context.Context, dir string, base int64, actor stri
 
 // DiffDir compares the latest revision with the configuration in dir.
 func (s *Service) DiffDir(ctx context.Context, dir string) (Diff, error) {
-	v, err := s.Latest(ctx)
+	head, next, err := s.dirSettings(ctx, dir)
 	if err != nil {
 		return Diff{}, err
+	}
+	// Both sides are what the agents would read now, with this release's
+	// built-in texts.
+	now := s.thisRelease()
+	return Diff{From: head.Revision, To: -1, Changes: s.diffSettings(head.Settings, now, next, now)}, nil
+}
+
+// dirSettings returns the latest revision and the configuration dir would
+// make of it.
+func (s *Service) dirSettings(ctx context.Context, dir string) (Version, Settings, error) {
+	v, err := s.Latest(ctx)
+	if err != nil {
+		return Version{}, Settings{}, err
 	}
 	p, err := s.patchFromDir(ctx, dir, v.Revision)
 	if err != nil {
-		return Diff{}, err
+		return Version{}, Settings{}, err
 	}
-	next, ps, err := apply(s.reg, v.Settings, p, func(sha string) (bool, error) {
-		_, ok, err := s.store.defaultText(ctx, s.db, sha)
-		return ok, err
-	})
+	next, ps, err := apply(s.reg, v.Settings, p, s.knownBase(ctx, s.db))
 	if err != nil {
-		return Diff{}, err
+		return Version{}, Settings{}, err
 	}
 	if err := ps.err(); err != nil {
-		return Diff{}, err
+		return Version{}, Settings{}, err
 	}
-	return Diff{From: v.Revision, To: -1, Changes: s.diffSettings(v.Settings, next)}, nil
+	return v, next, nil
 }
 
 // patchFromDir reads an exported directory as a patch that turns the

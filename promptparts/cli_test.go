@@ -21,7 +21,7 @@ func TestExportImportDiff(t *testing.T) {
 		save(t, s, `{"base_revision": 1, "overrides": {"runtime/work": {"text": "# Work\n\nOurs, with a trailing space \n"}}, "skills": {"old": "to be removed"}}`)
 
 		dir := filepath.Join(t.TempDir(), "prompts")
-		rev, err := s.Export(ctx, dir)
+		rev, err := s.Export(ctx, dir, false)
 		require.NoError(t, err)
 		require.Equal(t, int64(2), rev)
 		read := func(name string) string {
@@ -36,7 +36,7 @@ func TestExportImportDiff(t *testing.T) {
 		require.Contains(t, read("manifest.json"), `"revision": 2`)
 		require.Contains(t, read("sections/settings.json"), `"max_changed_lines": 40`)
 
-		_, err = s.Export(ctx, dir)
+		_, err = s.Export(ctx, dir, false)
 		require.ErrorContains(t, err, "not empty")
 
 		// Nothing changed: the directory equals the latest revision.
@@ -79,9 +79,29 @@ func TestExportImportDiff(t *testing.T) {
 		require.Equal(t, "# Dispatch\n\nOurs.\n", v.Settings.Overrides[KeyDispatch].Text)
 		require.Equal(t, s.reg.SHA256(KeyDispatch), v.Settings.Overrides[KeyDispatch].BaseSHA256)
 
+		// Importing the same directory again saves nothing, although its
+		// manifest names revision 2 and the head is now 4.
+		res, err = s.Import(ctx, dir, -1, "dave")
+		require.NoError(t, err)
+		require.Equal(t, SaveResult{Revision: 4, Unchanged: true}, res)
+
 		between, err := s.DiffRevisions(ctx, 2, 4)
 		require.NoError(t, err)
 		require.Len(t, between.Changes, 3)
+
+		// A forced export replaces the earlier one: the skill removed from
+		// the configuration goes, a file of the team's own stays.
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("ours"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "skills", "stale.md"), []byte("gone"), 0o644))
+		rev, err = s.Export(ctx, dir, true)
+		require.NoError(t, err)
+		require.Equal(t, int64(4), rev)
+		require.NoFileExists(t, filepath.Join(dir, "skills", "stale.md"))
+		require.Equal(t, "ours", read("README.md"))
+		require.Contains(t, read("manifest.json"), `"revision": 4`)
+		diff, err = s.DiffDir(ctx, dir)
+		require.NoError(t, err)
+		require.Empty(t, diff.Changes)
 
 		// A typo in a hand-edited JSON file is an error, not ignored.
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.json"), []byte(`{"mode": "auto", "rulez": []}`), 0o644))

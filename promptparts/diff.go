@@ -78,6 +78,9 @@ type Change struct {
 	To   string `json:"to"`
 	// Diff is the line diff from From to To, as LineDiff renders it.
 	Diff string `json:"diff"`
+	// Note says when a side is not exact: a built-in text the revision was
+	// saved with was not recorded, so this release's is shown.
+	Note string `json:"note,omitempty"`
 
 	lines []DiffLine
 }
@@ -105,47 +108,77 @@ type Diff struct {
 	Changes []Change `json:"changes"`
 }
 
-// DiffRevisions compares two revisions item by item.
+// DiffRevisions compares two revisions item by item, each with the
+// built-in texts it was saved with: what the agents read under it, however
+// many releases later.
 func (s *Service) DiffRevisions(ctx context.Context, from, to int64) (Diff, error) {
-	a, err := s.Version(ctx, from)
+	a, ba, err := s.versionWithBuiltins(ctx, from)
 	if err != nil {
 		return Diff{}, err
 	}
-	b, err := s.Version(ctx, to)
+	b, bb, err := s.versionWithBuiltins(ctx, to)
 	if err != nil {
 		return Diff{}, err
 	}
-	return Diff{From: from, To: to, Changes: s.diffSettings(a.Settings, b.Settings)}, nil
+	return Diff{From: from, To: to, Changes: s.diffSettings(a.Settings, ba, b.Settings, bb)}, nil
+}
+
+// versionWithBuiltins loads a revision and the built-in texts it was saved
+// with; revision 0 is this release's defaults.
+func (s *Service) versionWithBuiltins(ctx context.Context, rev int64) (Version, *builtinTexts, error) {
+	v, err := s.Version(ctx, rev)
+	if err != nil {
+		return Version{}, nil, err
+	}
+	if rev == 0 {
+		b := s.thisRelease()
+		b.state = BuiltinsThisRelease
+		return v, b, nil
+	}
+	b, err := s.builtins(ctx, v.BuiltinSet)
+	if err != nil {
+		return Version{}, nil, fmt.Errorf("loading prompt revision %d: %w", rev, err)
+	}
+	return v, b, nil
+}
+
+// item is one named text of a configuration; unknown says a built-in text
+// stands in for one that was not recorded.
+type item struct {
+	text    string
+	unknown bool
 }
 
 // items flattens a configuration into named texts for comparison and
-// export.
-func (s *Service) items(st Settings) map[string]string {
-	items := map[string]string{}
-	for _, key := range s.reg.Keys() {
+// export: each part as the team overrode it or as b's built-in text.
+func (s *Service) items(st Settings, b *builtinTexts) map[string]item {
+	items := map[string]item{}
+	for _, key := range b.keys {
 		if o, ok := st.Overrides[key]; ok {
-			items[key] = o.Text
+			items[key] = item{text: o.Text}
+		} else if text, ok := b.text(key); ok {
+			items[key] = item{text: text}
 		} else {
-			items[key] = s.reg.Text(key)
+			items[key] = item{text: s.reg.Text(key), unknown: true}
 		}
 	}
 	for key, o := range st.Overrides {
-		if !s.reg.Has(key) {
-			items[key] = o.Text
+		if _, ok := items[key]; !ok {
+			items[key] = item{text: o.Text}
 		}
 	}
 	c := st.Sections.Communication
-	items["sections/communication"] = sectionText(c.Text, map[string]any{"agent_line": c.AgentLine, "review_bots": orEmpty(c.ReviewBots)})
-	items["sections/ticket_scope"] = sectionText(st.Sections.TicketScope.Text, nil)
+	items["sections/communication"] = item{text: sectionText(c.Text, map[string]any{"agent_line": c.AgentLine, "review_bots": orEmpty(c.ReviewBots)})}
+	items["sections/ticket_scope"] = item{text: sectionText(st.Sections.TicketScope.Text, nil)}
 	dr := st.Sections.DeliveryRequirements
 	am := dr.AutoMerge
 	am.Checks = orEmpty(am.Checks)
-	items["sections/delivery_requirements"] = sectionText(dr.Text, map[string]any{"auto_merge": am, "commit_author": dr.CommitAuthor})
+	items["sections/delivery_requirements"] = item{text: sectionText(dr.Text, map[string]any{"auto_merge": am, "commit_author": dr.CommitAuthor})}
 	for name, text := range st.Skills {
-		items["skills/"+name] = text
+		items["skills/"+name] = item{text: text}
 	}
 	p, _ := json.MarshalIndent(st.Policy, "", "  ")
-	items["policy"] = string(p) + "\n"
+	items["policy"] = item{text: string(p) + "\n"}
 	return items
 }
 
@@ -169,8 +202,8 @@ func sectionText(text string, settings map[string]any) string {
 	return fmt.Sprintf("%s\n<!-- settings -->\n%s\n", text, b)
 }
 
-func (s *Service) diffSettings(a, b Settings) []Change {
-	ia, ib := s.items(a), s.items(b)
+func (s *Service) diffSettings(a Settings, ba *builtinTexts, b Settings, bb *builtinTexts) []Change {
+	ia, ib := s.items(a, ba), s.items(b, bb)
 	keys := make([]string, 0, len(ia)+len(ib))
 	for k := range ia {
 		keys = append(keys, k)
@@ -183,10 +216,20 @@ func (s *Service) diffSettings(a, b Settings) []Change {
 	slices.Sort(keys)
 	changes := []Change{}
 	for _, k := range keys {
-		if ia[k] == ib[k] {
+		x, y := ia[k], ib[k]
+		if x.text == y.text {
 			continue
 		}
-		changes = append(changes, NewChange(k, ia[k], ib[k]))
+		c := NewChange(k, x.text, y.text)
+		switch {
+		case x.unknown && y.unknown:
+			c.Note = "the built-in text of this part was not recorded on either side; this release's is shown"
+		case x.unknown:
+			c.Note = "the built-in text of this part was not recorded for the first revision; this release's is shown"
+		case y.unknown:
+			c.Note = "the built-in text of this part was not recorded for the second revision; this release's is shown"
+		}
+		changes = append(changes, c)
 	}
 	return changes
 }
@@ -199,7 +242,11 @@ func (d Diff) Text() string {
 	}
 	var b strings.Builder
 	for _, c := range d.Changes {
-		fmt.Fprintf(&b, "=== %s\n%s", c.Key, c.Diff)
+		fmt.Fprintf(&b, "=== %s\n", c.Key)
+		if c.Note != "" {
+			fmt.Fprintf(&b, "# %s\n", c.Note)
+		}
+		b.WriteString(c.Diff)
 	}
 	return b.String()
 }

@@ -18,6 +18,7 @@ import (
 //	POST /config
 //	GET  /config/versions
 //	GET  /config/versions/{revision}
+//	GET  /config/versions/{revision}/content
 //	GET  /config/diff?from=A&to=B
 //	POST /config/versions/{revision}/restore
 func (s *Service) Routes(r chi.Router) {
@@ -26,6 +27,7 @@ func (s *Service) Routes(r chi.Router) {
 	r.Post("/config", h(s.postConfig))
 	r.Get("/config/versions", h(s.getVersions))
 	r.Get("/config/versions/{revision}", h(s.getVersion))
+	r.Get("/config/versions/{revision}/content", h(s.getContent))
 	r.Get("/config/diff", h(s.getDiff))
 	r.Post("/config/versions/{revision}/restore", h(s.postRestore))
 }
@@ -142,6 +144,21 @@ func (s *Service) getVersion(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// getContent answers a revision's content as the agents read it under
+// that revision (Content).
+func (s *Service) getContent(w http.ResponseWriter, r *http.Request) error {
+	rev, err := pathRevision(r)
+	if err != nil {
+		return err
+	}
+	c, err := s.Content(r.Context(), rev)
+	if err != nil {
+		return httpError(err)
+	}
+	httpserver.WriteJSON(w, http.StatusOK, c)
+	return nil
+}
+
 func (s *Service) getDiff(w http.ResponseWriter, r *http.Request) error {
 	head, err := s.Head(r.Context())
 	if err != nil {
@@ -169,8 +186,9 @@ func (s *Service) postRestore(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var body struct {
-		BaseRevision *int64 `json:"base_revision"`
-		Note         string `json:"note"`
+		BaseRevision   *int64 `json:"base_revision"`
+		Note           string `json:"note"`
+		FollowDefaults bool   `json:"follow_defaults"`
 	}
 	if err := httpserver.DecodeJSON(r, &body); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -184,7 +202,8 @@ func (s *Service) postRestore(w http.ResponseWriter, r *http.Request) error {
 			Problems: []Problem{{Key: "base_revision", Message: "is required: name the revision the restore was decided against"}},
 		}}
 	}
-	res, err := s.Restore(r.Context(), rev, *body.BaseRevision, SaveMeta{Origin: OriginPanel, Actor: httpserver.Actor(r.Context())}, body.Note)
+	res, err := s.RestoreWith(r.Context(), rev, *body.BaseRevision, SaveMeta{Origin: OriginPanel, Actor: httpserver.Actor(r.Context())},
+		RestoreOptions{Note: body.Note, FollowDefaults: body.FollowDefaults})
 	return writeSave(w, res, err)
 }
 

@@ -166,6 +166,23 @@ func TestConfigAPI(t *testing.T) {
 		status, body = call(t, srv, "GET", "/api/config/diff?from=1&to=3", "")
 		require.Equal(t, http.StatusOK, status)
 		require.Empty(t, body["changes"])
+		status, body = call(t, srv, "POST", "/api/config/versions/0/restore", `{"base_revision": 3, "follow_defaults": true}`)
+		require.Equal(t, http.StatusCreated, status)
+		require.Equal(t, map[string]any{"revision": float64(4)}, body)
+
+		status, body = call(t, srv, "GET", "/api/config/versions/3/content", "")
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "recorded", body["builtins"])
+		require.Equal(t, float64(3), body["revision"])
+		var item map[string]any
+		for _, it := range body["items"].([]any) {
+			if it.(map[string]any)["key"] == KeyWork {
+				item = it.(map[string]any)
+			}
+		}
+		require.Equal(t, map[string]any{"key": KeyWork, "text": "ours", "overridden": true}, item)
+		status, _ = call(t, srv, "GET", "/api/config/versions/9/content", "")
+		require.Equal(t, http.StatusNotFound, status)
 	})
 }
 

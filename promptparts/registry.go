@@ -117,19 +117,7 @@ func NewRegistry(fsys fs.FS) (*Registry, error) {
 	}
 	// The panel lists parts in the order they are assembled in
 	// (docs/prompts.md#assembly-order), then any other part a release ships.
-	order := func(k string) int {
-		if i := slices.Index(RequiredKeys, k); i >= 0 {
-			return i
-		}
-		return len(RequiredKeys)
-	}
-	sort.Slice(r.keys, func(i, j int) bool {
-		oi, oj := order(r.keys[i]), order(r.keys[j])
-		if oi != oj {
-			return oi < oj
-		}
-		return r.keys[i] < r.keys[j]
-	})
+	sortKeys(r.keys)
 	var problems []string
 	for _, k := range RequiredKeys {
 		if _, ok := r.texts[k]; !ok {

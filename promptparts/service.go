@@ -41,6 +41,9 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives handler errors. Default: discarded.
 	Logger *slog.Logger
+	// Version is the superagent version of this binary, recorded with each
+	// revision it saves. Default: "".
+	Version string
 }
 
 // Service is the prompt configuration of one deployment.
@@ -49,6 +52,10 @@ type Service struct {
 	reg   *Registry
 	db    *db.DB
 	store versionStore
+	// set is this release's built-in texts, recorded with every revision
+	// saved and every prompt assembled; sets caches older ones.
+	set  builtinSet
+	sets setCache
 
 	defaultsStored atomic.Bool
 	storeMu        sync.Mutex
@@ -78,7 +85,7 @@ func New(cfg Config, d *db.DB) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg, reg: reg, db: d, cache: map[int64]*compiled{}}, nil
+	return &Service{cfg: cfg, reg: reg, db: d, set: newBuiltinSet(reg), cache: map[int64]*compiled{}}, nil
 }
 
 // Registry returns the built-in texts of this release.
@@ -114,7 +121,7 @@ func (s *Service) storeDefaults(ctx context.Context) error {
 				return err
 			}
 		}
-		return nil
+		return s.store.storeSet(ctx, tx, s.set, now)
 	})
 	if err != nil {
 		return fmt.Errorf("storing the built-in prompt texts: %w", err)
@@ -194,6 +201,10 @@ type SaveResult struct {
 	Revision int64 `json:"revision"`
 	// Unchanged says the save changed nothing and no version was created.
 	Unchanged bool `json:"unchanged,omitempty"`
+	// Inexact lists, for a restore, the parts the restored revision did not
+	// override whose built-in text at that revision was not recorded: they
+	// follow this release's default instead.
+	Inexact []string `json:"inexact,omitempty"`
 }
 
 // Save applies p on top of p.BaseRevision as one new version. A stale base is
@@ -211,10 +222,7 @@ func (s *Service) save(ctx context.Context, p Patch, meta SaveMeta, found proble
 		return SaveResult{}, err
 	}
 	return s.commit(ctx, p.BaseRevision, meta, p.Note, p.Request, nil, func(tx *db.Tx, head Settings) (Settings, problems, error) {
-		next, ps, err := apply(s.reg, head, p, func(sha string) (bool, error) {
-			_, ok, err := s.store.defaultText(ctx, tx, sha)
-			return ok, err
-		})
+		next, ps, err := apply(s.reg, head, p, s.knownBase(ctx, tx))
 		return next, append(found, ps...), err
 	})
 }
@@ -251,10 +259,28 @@ func hasKey(ps []Problem, key string) bool {
 	return false
 }
 
-// Restore makes the content of revision rev the latest, as a new version on
-// top of base. Revision 0 restores the defaults. Parts the current release
-// no longer ships are dropped; the result must pass today's validation.
+// RestoreOptions tune a restore.
+type RestoreOptions struct {
+	// Note says why; default "restore revision N".
+	Note string
+	// FollowDefaults lets the parts the restored revision did not override
+	// follow this release's defaults. Default false: the restore is exact,
+	// and such a part whose built-in text changed since keeps the text it
+	// had then, as an override based on it (so it reads Default updated).
+	FollowDefaults bool
+}
+
+// Restore makes the content of revision rev the latest, exactly, as a new
+// version on top of base (RestoreWith without options but the note).
 func (s *Service) Restore(ctx context.Context, rev, base int64, meta SaveMeta, note string) (SaveResult, error) {
+	return s.RestoreWith(ctx, rev, base, meta, RestoreOptions{Note: note})
+}
+
+// RestoreWith makes the content of revision rev the latest, as a new
+// version on top of base. Revision 0 restores this release's defaults.
+// Parts the current release no longer ships are dropped; the result must
+// pass today's validation.
+func (s *Service) RestoreWith(ctx context.Context, rev, base int64, meta SaveMeta, opts RestoreOptions) (SaveResult, error) {
 	if err := s.storeDefaults(ctx); err != nil {
 		return SaveResult{}, err
 	}
@@ -262,14 +288,48 @@ func (s *Service) Restore(ctx context.Context, rev, base int64, meta SaveMeta, n
 	if err != nil {
 		return SaveResult{}, err
 	}
+	note := opts.Note
 	if note == "" {
 		note = fmt.Sprintf("restore revision %d", rev)
 	}
-	return s.commit(ctx, base, meta, note, "", &rev, func(_ *db.Tx, _ Settings) (Settings, problems, error) {
-		restored := old.Settings.clone()
-		tidy(s.reg, &restored)
+	restored := old.Settings.clone()
+	var inexact []string
+	if !opts.FollowDefaults && rev > 0 {
+		b, err := s.builtins(ctx, old.BuiltinSet)
+		if err != nil {
+			return SaveResult{}, err
+		}
+		inexact = pinBuiltins(s.reg, &restored, b)
+	}
+	tidy(s.reg, &restored)
+	res, err := s.commit(ctx, base, meta, note, "", &rev, func(_ *db.Tx, _ Settings) (Settings, problems, error) {
 		return restored, nil, nil
 	})
+	res.Inexact = inexact
+	return res, err
+}
+
+// pinBuiltins makes the parts st did not override keep the built-in text
+// they had in b, where this release changed it: as overrides based on that
+// text. It returns the parts whose text b does not know.
+func pinBuiltins(reg *Registry, st *Settings, b *builtinTexts) []string {
+	var inexact []string
+	if st.Overrides == nil {
+		st.Overrides = map[string]Override{}
+	}
+	for _, key := range reg.keys {
+		if _, ok := st.Overrides[key]; ok || !b.has(key) {
+			continue
+		}
+		text, known := b.text(key)
+		switch {
+		case !known:
+			inexact = append(inexact, key)
+		case text != reg.Text(key):
+			st.Overrides[key] = Override{Text: text, BaseSHA256: b.shas[key]}
+		}
+	}
+	return inexact
 }
 
 // commit runs one save: in a transaction it checks the base against the
@@ -322,14 +382,16 @@ func (s *Service) commit(ctx context.Context, base int64, meta SaveMeta, note, r
 			return nil
 		}
 		info := VersionInfo{
-			Revision:     head + 1,
-			Predecessor:  head,
-			CreatedAt:    s.cfg.Now().UTC(),
-			Origin:       meta.Origin,
-			Actor:        meta.Actor,
-			Note:         note,
-			Request:      request,
-			RestoredFrom: restoredFrom,
+			BuiltinSet:    s.set.id,
+			BinaryVersion: s.cfg.Version,
+			Revision:      head + 1,
+			Predecessor:   head,
+			CreatedAt:     s.cfg.Now().UTC(),
+			Origin:        meta.Origin,
+			Actor:         meta.Actor,
+			Note:          note,
+			Request:       request,
+			RestoredFrom:  restoredFrom,
 		}
 		if err := s.store.insert(ctx, tx, info, nextJSON); err != nil {
 			return err

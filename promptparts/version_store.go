@@ -28,6 +28,11 @@ type VersionInfo struct {
 	Note         string    `json:"note"`
 	Request      string    `json:"request,omitempty"`
 	RestoredFrom *int64    `json:"restored_from,omitempty"`
+	// BuiltinSet names the built-in texts the revision was saved with; ""
+	// when they were not recorded.
+	BuiltinSet string `json:"builtin_set,omitempty"`
+	// BinaryVersion is the superagent version that saved it, if recorded.
+	BinaryVersion string `json:"binary_version,omitempty"`
 }
 
 // Version is one immutable configuration version.
@@ -57,9 +62,15 @@ func (versionStore) load(ctx context.Context, q db.Querier, rev int64) (VersionI
 		restoredFrom *int64
 		config       string
 	)
-	err := q.QueryRow(ctx, `SELECT revision, predecessor, created_at, origin, actor, note, request, restored_from, config
+	var set *string
+	err := q.QueryRow(ctx, `SELECT revision, predecessor, created_at, origin, actor, note, request, restored_from, config,
+		builtin_set, binary_version
 		FROM prompt_versions WHERE revision = $1`, rev).
-		Scan(&v.Revision, &v.Predecessor, &v.CreatedAt, &origin, &v.Actor, &v.Note, &v.Request, &restoredFrom, &config)
+		Scan(&v.Revision, &v.Predecessor, &v.CreatedAt, &origin, &v.Actor, &v.Note, &v.Request, &restoredFrom, &config,
+			&set, &v.BinaryVersion)
+	if set != nil {
+		v.BuiltinSet = *set
+	}
 	if errors.Is(err, db.ErrNoRows) {
 		return VersionInfo{}, nil, fmt.Errorf("loading prompt revision %d: %w", rev, ErrNotFound)
 	}
@@ -76,9 +87,10 @@ func (versionStore) load(ctx context.Context, q db.Querier, rev int64) (VersionI
 // the revision first: the caller's base is stale.
 func (versionStore) insert(ctx context.Context, q db.Querier, v VersionInfo, config []byte) error {
 	_, err := q.Exec(ctx, `INSERT INTO prompt_versions
-		(revision, predecessor, created_at, origin, actor, note, request, restored_from, config)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		v.Revision, v.Predecessor, v.CreatedAt.UTC(), string(v.Origin), v.Actor, v.Note, v.Request, v.RestoredFrom, string(config))
+		(revision, predecessor, created_at, origin, actor, note, request, restored_from, config, builtin_set, binary_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		v.Revision, v.Predecessor, v.CreatedAt.UTC(), string(v.Origin), v.Actor, v.Note, v.Request, v.RestoredFrom, string(config),
+		nullString(v.BuiltinSet), v.BinaryVersion)
 	if err != nil {
 		if db.IsUniqueViolation(err) {
 			return &ConflictError{BaseRevision: v.Predecessor, HeadRevision: v.Revision}
@@ -94,7 +106,8 @@ func (versionStore) list(ctx context.Context, q db.Querier, before int64, limit 
 	if before <= 0 {
 		before = 1 << 62
 	}
-	rows, err := q.Query(ctx, `SELECT revision, predecessor, created_at, origin, actor, note, request, restored_from
+	rows, err := q.Query(ctx, `SELECT revision, predecessor, created_at, origin, actor, note, request, restored_from,
+		builtin_set, binary_version
 		FROM prompt_versions WHERE revision < $1 ORDER BY revision DESC LIMIT $2`, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing prompt versions: %w", err)
@@ -105,12 +118,17 @@ func (versionStore) list(ctx context.Context, q db.Querier, before int64, limit 
 		var (
 			v      VersionInfo
 			origin string
+			set    *string
 		)
-		if err := rows.Scan(&v.Revision, &v.Predecessor, &v.CreatedAt, &origin, &v.Actor, &v.Note, &v.Request, &v.RestoredFrom); err != nil {
+		if err := rows.Scan(&v.Revision, &v.Predecessor, &v.CreatedAt, &origin, &v.Actor, &v.Note, &v.Request, &v.RestoredFrom,
+			&set, &v.BinaryVersion); err != nil {
 			return nil, fmt.Errorf("listing prompt versions: %w", err)
 		}
 		v.Origin = Origin(origin)
 		v.CreatedAt = v.CreatedAt.UTC()
+		if set != nil {
+			v.BuiltinSet = *set
+		}
 		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
@@ -142,4 +160,11 @@ func (versionStore) defaultText(ctx context.Context, q db.Querier, sha string) (
 		return "", false, fmt.Errorf("reading default text %s: %w", sha, err)
 	}
 	return text, true, nil
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

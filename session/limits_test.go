@@ -84,25 +84,34 @@ func TestRolloverThroughHandoff(t *testing.T) {
 	})
 }
 
+// budgetReplies are two Sessions of one Ticket: the first uses 700 tokens,
+// the second crosses a budget of 1,000 with its first step (320), is asked
+// to wrap up, and reports (420).
+func budgetReplies() []fakeopenai.Reply {
+	return []fakeopenai.Reply{
+		{Content: "first pass done", Usage: fakeopenai.UsageOpenAI(650, 0, 50)},
+		{ToolCalls: []fakeopenai.ToolCall{fakeopenai.Call("c1", "run_command", `{}`)}, Usage: fakeopenai.UsageOpenAI(300, 0, 20)},
+		{ToolCalls: []fakeopenai.ToolCall{fakeopenai.Call("c2", "report", `{"state":"blocked"}`)}, Usage: fakeopenai.UsageOpenAI(400, 0, 20)},
+	}
+}
+
+// budgetTools runs commands and collects reports.
+func budgetTools(t *testing.T, reports *[]string) *session.Registry {
+	return registry(t,
+		tool("run_command", false, func(context.Context, session.Call) (string, error) { return "ok", nil }),
+		tool("report", false, func(_ context.Context, c session.Call) (string, error) {
+			*reports = append(*reports, string(c.Arguments))
+			return "reported", nil
+		}),
+	)
+}
+
 func TestBudgetStop(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		e := setup(t, d, func(e *env) { e.cfg.TokenBudget = 1_000 },
-			// An earlier session of the Ticket used 700 tokens.
-			fakeopenai.Reply{Content: "first pass done", Usage: fakeopenai.UsageOpenAI(650, 0, 50)},
-			// This one crosses the budget with its first step...
-			fakeopenai.Reply{ToolCalls: []fakeopenai.ToolCall{fakeopenai.Call("c1", "run_command", `{}`)}, Usage: fakeopenai.UsageOpenAI(300, 0, 20)},
-			// ...and is asked to wrap up: it reports, and gets no further turn.
-			fakeopenai.Reply{ToolCalls: []fakeopenai.ToolCall{fakeopenai.Call("c2", "report", `{"state":"blocked"}`)}, Usage: fakeopenai.UsageOpenAI(400, 0, 20)},
-		)
+		e := setup(t, d, func(e *env) { e.cfg.TokenBudget = 1_000 }, budgetReplies()...)
 		var reports []string
-		tools := registry(t,
-			tool("run_command", false, func(context.Context, session.Call) (string, error) { return "ok", nil }),
-			tool("report", false, func(_ context.Context, c session.Call) (string, error) {
-				reports = append(reports, string(c.Arguments))
-				return "reported", nil
-			}),
-		)
+		tools := budgetTools(t, &reports)
 		first := e.create(t, session.RoleExecutor, 9, "part one")
 		_, err := e.rt.Run(t.Context(), first.ID, tools, session.RunOptions{})
 		require.NoError(t, err)
@@ -131,6 +140,40 @@ func TestBudgetStop(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, session.StateStopped, out.State)
 		require.Len(t, e.srv.Requests(), 3)
+	})
+}
+
+// The cost cap stops a Ticket the way the token budget does: the
+// Session that crosses it is asked to wrap up, reports and gets no further
+// turn; the cap counts every Session of the Ticket.
+func TestCostBudgetStop(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, func(e *env) {
+			// 1,000 a million tokens: a request of 700 tokens costs 0.70.
+			e.mcfg.Prices = map[string]model.Price{"fake-model": {Input: 1000, Output: 1000}}
+			e.cfg.CostBudget = 1.00
+		}, budgetReplies()...)
+		var reports []string
+		tools := budgetTools(t, &reports)
+		first := e.create(t, session.RoleExecutor, 9, "part one")
+		out, err := e.rt.Run(t.Context(), first.ID, tools, session.RunOptions{})
+		require.NoError(t, err)
+		require.Equal(t, session.ReasonEndTurn, out.Reason, "0.70 is under the cap")
+
+		s := e.create(t, session.RoleExecutor, 9, "part two")
+		out, err = e.rt.Run(t.Context(), s.ID, tools, session.RunOptions{})
+		require.NoError(t, err)
+		require.Equal(t, session.StateStopped, out.State)
+		require.Equal(t, session.ReasonCostBudget, out.Reason)
+		require.Equal(t, []string{`{"state":"blocked"}`}, reports, "the wrap-up asked for a report and got one")
+		require.Len(t, e.srv.Requests(), 3, "no request after the wrap-up")
+		require.Contains(t, e.srv.Last().LastMessage().Content, "cost_budget limit")
+		reqs := e.requests(t, s.ID)
+		require.Equal(t, []string{"step", "wrap_up"}, []string{reqs[0].Purpose, reqs[1].Purpose})
+		totals, err := e.rt.Store().TicketTotals(t.Context(), d, 9)
+		require.NoError(t, err)
+		require.InDelta(t, 0.70+0.32+0.42, totals.Usage.Cost, 1e-9)
 	})
 }
 

@@ -360,12 +360,18 @@ func (r *Runtime) ask(ctx context.Context, s *Session, msgs []model.Message, too
 	if err != nil {
 		return nil, nil, fmt.Errorf("assembling the system prompt of session %d: %w", s.ID, err)
 	}
+	assembled := sha256.Sum256([]byte(prompt))
 	// A team's prompt text could hold a pasted token: it does not reach
 	// the model either. The hash is of what was sent.
 	prompt = r.scrub.Scrub(prompt)
 	sum := sha256.Sum256([]byte(prompt))
+	defs := tools.definitions()
+	toolsJSON, toolsSHA, err := encodeTools(defs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session %d: %w", s.ID, err)
+	}
 	begin := r.now()
-	resp, err := r.model.Complete(ctx, model.Request{System: prompt, Messages: msgs, Tools: tools.definitions(), NoToolCalls: textOnly})
+	resp, err := r.model.Complete(ctx, model.Request{System: prompt, Messages: msgs, Tools: defs, NoToolCalls: textOnly})
 	if err != nil {
 		return nil, nil, fmt.Errorf("session %d: %w", s.ID, err)
 	}
@@ -378,6 +384,7 @@ func (r *Runtime) ask(ctx context.Context, s *Session, msgs []model.Message, too
 	}
 	rec := &Request{
 		SessionID: s.ID, PromptRevision: revision, PromptSHA256: hex.EncodeToString(sum[:]),
+		AssembledSHA256: hex.EncodeToString(assembled[:]), ToolsSHA256: toolsSHA, tools: toolsJSON,
 		Model: r.model.Model(), ResponseModel: resp.Model, FinishReason: resp.FinishReason,
 		Usage: resp.Usage, Latency: r.now().Sub(begin), CreatedAt: r.now().UTC(),
 	}

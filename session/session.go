@@ -140,6 +140,17 @@ type Request struct {
 	Usage        model.Usage
 	Latency      time.Duration
 	CreatedAt    time.Time
+	// AssembledSHA256 is the SHA-256 of the prompt as the PromptSource gave
+	// it, before secrets were scrubbed from it (PromptSHA256 is of what was
+	// sent; the two differ only when the prompt held a secret). It names
+	// the prompt promptparts recorded. Empty for requests made before it
+	// was recorded.
+	AssembledSHA256 string
+	// ToolsSHA256 names the tool definitions the request offered, stored
+	// once per distinct set. Empty: not recorded.
+	ToolsSHA256 string
+
+	tools string
 }
 
 // Totals is the usage summed over some Sessions.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
@@ -22,6 +23,9 @@ type Store struct {
 	d     *db.DB
 	scrub *secret.Scrubber
 	now   func() time.Time
+	// toolSets are the tool sets known to be stored, to skip writing them
+	// again on every request.
+	toolSets sync.Map
 }
 
 // NewStore returns a Store. A nil scrubber scrubs nothing; a nil now is
@@ -276,12 +280,16 @@ func (st *Store) Messages(ctx context.Context, q db.Querier, sessionID, afterSeq
 // message, in q.
 func (st *Store) recordRequest(ctx context.Context, q db.Querier, r *Request, answer *Message) error {
 	u := r.Usage
+	if err := st.storeTools(ctx, q, r); err != nil {
+		return err
+	}
 	err := q.QueryRow(ctx, `INSERT INTO session_requests (session_id, prompt_revision, prompt_sha256, model,
 		response_model, purpose, finish_reason, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-		reasoning_tokens, cost, latency_ms, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
+		reasoning_tokens, cost, latency_ms, created_at, assembled_sha256, tools_sha256)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING id`,
 		r.SessionID, r.PromptRevision, r.PromptSHA256, r.Model, r.ResponseModel, r.Purpose, r.FinishReason,
-		u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Reasoning, u.Cost, r.Latency.Milliseconds(), r.CreatedAt).Scan(&r.ID)
+		u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Reasoning, u.Cost, r.Latency.Milliseconds(), r.CreatedAt,
+		r.AssembledSHA256, r.ToolsSHA256).Scan(&r.ID)
 	if err != nil {
 		return fmt.Errorf("recording model request of session %d: %w", r.SessionID, err)
 	}
@@ -329,21 +337,33 @@ func (st *Store) relaxCommit(ctx context.Context, tx *db.Tx) error {
 
 // Requests lists a Session's model requests, in order.
 func (st *Store) Requests(ctx context.Context, q db.Querier, sessionID int64) ([]Request, error) {
-	rows, err := q.Query(ctx, `SELECT id, prompt_revision, prompt_sha256, model, response_model, purpose, finish_reason,
-		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost, latency_ms, created_at
-		FROM session_requests WHERE session_id = $1 ORDER BY id`, sessionID)
+	rows, err := q.Query(ctx, `SELECT `+requestColumns+` FROM session_requests WHERE session_id = $1 ORDER BY id`, sessionID)
+	out, err := scanRequests(rows, err)
 	if err != nil {
 		return nil, fmt.Errorf("loading model requests of session %d: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+const requestColumns = `id, session_id, prompt_revision, prompt_sha256, model, response_model, purpose, finish_reason,
+	input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost, latency_ms, created_at,
+	assembled_sha256, tools_sha256`
+
+func scanRequests(rows db.Rows, err error) ([]Request, error) {
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []Request
 	for rows.Next() {
-		r := Request{SessionID: sessionID}
-		var ms int64
-		if err := rows.Scan(&r.ID, &r.PromptRevision, &r.PromptSHA256, &r.Model, &r.ResponseModel, &r.Purpose,
+		var (
+			r  Request
+			ms int64
+		)
+		if err := rows.Scan(&r.ID, &r.SessionID, &r.PromptRevision, &r.PromptSHA256, &r.Model, &r.ResponseModel, &r.Purpose,
 			&r.FinishReason, &r.Usage.Input, &r.Usage.Output, &r.Usage.CacheRead, &r.Usage.CacheWrite,
-			&r.Usage.Reasoning, &r.Usage.Cost, &ms, &r.CreatedAt); err != nil {
-			return nil, fmt.Errorf("loading model requests of session %d: %w", sessionID, err)
+			&r.Usage.Reasoning, &r.Usage.Cost, &ms, &r.CreatedAt, &r.AssembledSHA256, &r.ToolsSHA256); err != nil {
+			return nil, err
 		}
 		r.Latency = time.Duration(ms) * time.Millisecond
 		out = append(out, r)

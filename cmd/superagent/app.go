@@ -22,7 +22,6 @@ import (
 	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/httpserver"
-	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/probe"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/internal/retry"
@@ -31,6 +30,7 @@ import (
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/promptparts/trial"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 	"github.com/superagent-dev/superagent/webhooks"
@@ -83,7 +83,7 @@ func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (
 		tickets.NewStateCollector(d))
 
 	var err error
-	if a.prompts, err = promptparts.New(promptparts.Config{Logger: logger}, d); err != nil {
+	if a.prompts, err = promptparts.New(promptparts.Config{Logger: logger, Version: buildVersion()}, d); err != nil {
 		return nil, err
 	}
 	a.queue = queue.New(d, queue.Config{Logger: logger, Registerer: a.registry, RescueAfter: cfg.RescueAfter})
@@ -128,8 +128,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		a.logger.Warn("no model configured (SUPERAGENT_MODEL): routing is off; cards wait as candidates")
 		return nil
 	}
-	router, err := model.New(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.RouterModel,
-		Prices: prices(cfg.RouterModel, cfg.RouterModelPrice)})
+	router, err := cfg.Router.client()
 	if err != nil {
 		return err
 	}
@@ -180,8 +179,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 // buildExecutor wires the Executor Sessions on the executor model, with
 // their workspaces and command sandbox under the data directory.
 func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.Metrics) error {
-	m, err := model.New(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.Model,
-		Prices: prices(cfg.Model, cfg.ModelPrice)})
+	m, err := cfg.ExecutorModel.client()
 	if err != nil {
 		return err
 	}
@@ -195,7 +193,7 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 		return &settingError{"SUPERAGENT_SANDBOX", err.Error() + " (install bubblewrap, or set SUPERAGENT_SANDBOX=none for development only)"}
 	}
 	a.executor, err = executor.New(executor.Config{
-		Session:     session.Config{MaxWallTime: cfg.ExecutorWallTime, TokenBudget: cfg.TicketBudget, Metrics: usage},
+		Session:     session.Config{MaxWallTime: cfg.ExecutorWallTime, TokenBudget: cfg.TicketBudget, CostBudget: cfg.TicketCostBudget, Metrics: usage},
 		LeaseTTL:    cfg.ExecutorLease,
 		ReviewBots:  cfg.ReviewBots,
 		PublicURL:   cfg.PublicURL,
@@ -218,12 +216,19 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 	return nil
 }
 
-// prices is the model client's price list: name's price, if configured.
-func prices(name string, p *model.Price) map[string]model.Price {
-	if p == nil {
-		return nil
+// trial tries prompt drafts on recorded requests for the panel, asking
+// each role's model again when one is configured.
+func (a *app) trial(cfg *config) *trial.Trial {
+	models := map[session.Role]trial.Model{}
+	for role, m := range map[session.Role]roleModel{session.RoleExecutor: cfg.ExecutorModel, session.RoleMain: cfg.Router} {
+		if m.Model == "" {
+			continue
+		}
+		if c, err := m.client(); err == nil {
+			models[role] = c
+		}
 	}
-	return map[string]model.Price{name: *p}
+	return trial.New(trial.Config{Models: models, Scrubber: cfg.scrub}, a.db, a.prompts, a.sessions)
 }
 
 // pauser pauses and resumes Tickets for the panel and the API; with the
@@ -370,6 +375,8 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		Stopper:     a.stopper(),
 		Connections: connections(cfg, a.db),
 		PullFiles:   a.pullFiles(),
+		Scrubber:    cfg.scrub,
+		Trial:       a.trial(cfg),
 	})
 	if err != nil {
 		return nil, err

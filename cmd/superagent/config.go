@@ -54,6 +54,11 @@ type config struct {
 	// cost in reports and the budgets; nil when not configured.
 	ModelPrice       *model.Price
 	RouterModelPrice *model.Price
+	// ExecutorModel and Router are each role's complete model settings
+	// (models.go); TicketCostBudget caps a Ticket's cost, 0 for none.
+	ExecutorModel    roleModel
+	Router           roleModel
+	TicketCostBudget float64
 
 	GateGitHubPermission string
 	FeishuAllowedChats   []string
@@ -335,6 +340,9 @@ func loadConfig(getenv func(string) string) (*config, error) {
 			problems = append(problems, err)
 		}
 	}
+	if err := loadModelSettings(c, getenv); err != nil {
+		problems = append(problems, err)
+	}
 	switch len(problems) {
 	case 0:
 	case 1:
@@ -398,7 +406,7 @@ func realPath(p string) string {
 // secrets lists every secret value the process holds, for scrubbing.
 func (c *config) secrets() []string {
 	var out []string
-	for _, s := range []string{c.AdminToken, c.GitHubWebhookSecret, c.FeishuAppSecret, c.FeishuVerificationToken, c.FeishuEncryptKey, c.ModelAPIKey, string(c.GitHubPrivateKeyPEM)} {
+	for _, s := range []string{c.AdminToken, c.GitHubWebhookSecret, c.FeishuAppSecret, c.FeishuVerificationToken, c.FeishuEncryptKey, c.ModelAPIKey, c.Router.APIKey, string(c.GitHubPrivateKeyPEM)} {
 		if s != "" {
 			out = append(out, s)
 		}

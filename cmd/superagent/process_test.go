@@ -404,41 +404,63 @@ func TestKilledWorkerJobIsRescuedAndCompletesOnce(t *testing.T) {
 func TestPromptsCommandsRoundTrip(t *testing.T) {
 	databases(t, func(t *testing.T, url string) {
 		env := map[string]string{"SUPERAGENT_DATABASE_URL": url, "SUPERAGENT_DATA_DIR": t.TempDir()}
-		runCmd := func(args ...string) (int, string, string) {
-			cmd := exec.Command(binPath, args...)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-			for k, v := range env {
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
-			var out, errOut bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errOut
-			_ = cmd.Run()
-			return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
-		}
+		runCmd := commandRunner(env)
 		dir := filepath.Join(t.TempDir(), "prompts")
 		code, out, stderr := runCmd("prompts", "export", dir)
 		require.Equal(t, 0, code, stderr)
 		require.Contains(t, out, "exported revision 0")
 
+		code, out, _ = runCmd("prompts", "diff", dir)
+		require.Equal(t, 0, code, "no difference: exit 0")
+		require.Empty(t, out)
+
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "sections", "communication.md"), []byte("Answer in one sentence.\n"), 0o644))
 		code, out, _ = runCmd("prompts", "diff", dir)
-		require.Equal(t, 0, code)
-		require.Contains(t, out, "+Answer in one sentence.")
+		require.Equal(t, 1, code, "differences: exit 1")
+		require.Contains(t, out, "--- a/sections/communication\trevision 0\n+++ b/sections/communication\t"+dir+"\n@@ -1,3 +1,4 @@\n+Answer in one sentence.\n \n <!-- settings -->\n")
 
 		code, out, stderr = runCmd("prompts", "import", dir)
 		require.Equal(t, 0, code, stderr)
 		require.Contains(t, out, "saved revision 1")
 
-		code, _, stderr = runCmd("prompts", "import", dir)
-		require.Equal(t, 1, code, "importing again on the now stale base is refused")
-		require.Contains(t, stderr, "latest revision is 1")
+		code, out, stderr = runCmd("prompts", "import", dir)
+		require.Equal(t, 0, code, "importing the same directory again is no error: %s", stderr)
+		require.Contains(t, out, "nothing changed; the latest revision is still 1")
 
 		code, out, _ = runCmd("prompts", "diff", "-from", "0", "-to", "1")
-		require.Equal(t, 0, code)
+		require.Equal(t, 1, code)
 		require.Contains(t, out, "+Answer in one sentence.")
+		code, _, _ = runCmd("prompts", "diff", "-from", "1", "-to", "1")
+		require.Equal(t, 0, code)
+		code, _, stderr = runCmd("prompts", "diff", filepath.Join(t.TempDir(), "missing"))
+		require.Equal(t, 2, code, "an error: exit 2")
+		require.Contains(t, stderr, "manifest.json")
+		code, _, _ = runCmd("prompts", "diff", "-from", "0", "-to", "9")
+		require.Equal(t, 2, code)
+
+		// Someone else saved meanwhile: an import with other changes on the
+		// now stale base is refused.
+		code, _, stderr = runCmd("prompts", "export", dir)
+		require.Equal(t, 1, code)
+		require.Contains(t, stderr, "not empty")
+		other := filepath.Join(t.TempDir(), "other")
+		code, _, stderr = runCmd("prompts", "export", other)
+		require.Equal(t, 0, code, stderr)
+		require.NoError(t, os.WriteFile(filepath.Join(other, "sections", "ticket_scope.md"), []byte("Small.\n"), 0o644))
+		code, _, stderr = runCmd("prompts", "import", other)
+		require.Equal(t, 0, code, stderr)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "sections", "communication.md"), []byte("Answer briefly.\n"), 0o644))
+		code, _, stderr = runCmd("prompts", "import", dir)
+		require.Equal(t, 1, code, "importing on the now stale base is refused")
+		require.Contains(t, stderr, "latest revision is 2")
+		code, out, stderr = runCmd("prompts", "export", "-force", dir)
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, out, "exported revision 2")
+		code, _, _ = runCmd("prompts", "diff", dir)
+		require.Equal(t, 0, code, "the forced export is the latest revision")
 
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.json"), []byte(`{"mode":"sometimes","rules":[{"id":"","name":""}]}`), 0o644))
-		code, _, stderr = runCmd("prompts", "import", "-base", "1", dir)
+		code, _, stderr = runCmd("prompts", "import", "-base", "2", dir)
 		require.Equal(t, 1, code)
 		require.Contains(t, stderr, "the configuration is invalid")
 	})

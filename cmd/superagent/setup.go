@@ -84,6 +84,8 @@ func doctorCommand(ctx context.Context, cfg *config, stdout io.Writer) int {
 		ModelAPIKey:             cfg.ModelAPIKey,
 		Model:                   cfg.Model,
 		RouterModel:             cfg.RouterModel,
+		RouterModelBaseURL:      cfg.Router.BaseURL,
+		RouterModelAPIKey:       cfg.Router.APIKey,
 		Sandbox:                 string(cfg.Sandbox),
 		SandboxNetwork:          cfg.SandboxNetwork,
 	}, stdout)

@@ -43,6 +43,11 @@ type Config struct {
 	ModelAPIKey  string // SUPERAGENT_MODEL_API_KEY
 	Model        string // SUPERAGENT_MODEL
 	RouterModel  string // SUPERAGENT_ROUTER_MODEL; default Model
+	// RouterModelBaseURL and RouterModelAPIKey are the main Session's
+	// endpoint (SUPERAGENT_ROUTER_MODEL_BASE_URL, …_API_KEY); default the
+	// Executors'. The caller resolves the key's default.
+	RouterModelBaseURL string
+	RouterModelAPIKey  string
 
 	Sandbox        string // SUPERAGENT_SANDBOX; default "bwrap"
 	SandboxNetwork bool   // SUPERAGENT_SANDBOX_NETWORK=on
@@ -122,14 +127,14 @@ func Check(ctx context.Context, cfg Config) []Result {
 		{"migrations", d.migrations},
 		{"GitHub App", d.githubApp},
 		{"Feishu app", d.feishuApp},
-		{"model", d.model(cfg.Model)},
+		{"model", d.model(cfg.ModelBaseURL, cfg.ModelAPIKey, "SUPERAGENT_MODEL", cfg.Model)},
 		{"sandbox", d.sandbox},
 	}
-	if cfg.RouterModel != cfg.Model {
+	if cfg.RouterModel != cfg.Model || cfg.RouterModelBaseURL != cfg.ModelBaseURL || cfg.RouterModelAPIKey != cfg.ModelAPIKey {
 		checks = append(checks, struct {
 			name string
 			run  func(ctx context.Context) Result
-		}{"router model", d.model(cfg.RouterModel)})
+		}{"router model", d.model(cfg.RouterModelBaseURL, cfg.RouterModelAPIKey, "SUPERAGENT_ROUTER_MODEL", cfg.RouterModel)})
 	}
 	defer d.close()
 	var results []Result
@@ -164,6 +169,13 @@ func withDefaults(cfg Config) Config {
 	if cfg.RouterModel == "" {
 		cfg.RouterModel = cfg.Model
 	}
+	if cfg.RouterModelBaseURL == "" {
+		cfg.RouterModelBaseURL = cfg.ModelBaseURL
+		// The Executors' key goes only to the Executors' endpoint.
+		if cfg.RouterModelAPIKey == "" {
+			cfg.RouterModelAPIKey = cfg.ModelAPIKey
+		}
+	}
 	return cfg
 }
 
@@ -173,11 +185,11 @@ func withDefaults(cfg Config) Config {
 // the text holds, its user info and secret-looking query values.
 func newScrubber(cfg Config) func(string) string {
 	known := []string{cfg.GitHubWebhookSecret, string(cfg.GitHubPrivateKey), cfg.FeishuAppSecret,
-		cfg.FeishuVerificationToken, cfg.FeishuEncryptKey, cfg.ModelAPIKey}
+		cfg.FeishuVerificationToken, cfg.FeishuEncryptKey, cfg.ModelAPIKey, cfg.RouterModelAPIKey}
 	// A database's user name is a name (postgres, say), not a secret; in
 	// an HTTP URL the user is often a key.
 	known = append(known, urlCredentials(cfg.DatabaseURL, false)...)
-	for _, raw := range []string{cfg.GitHubAPIURL, cfg.FeishuBaseURL, cfg.ModelBaseURL} {
+	for _, raw := range []string{cfg.GitHubAPIURL, cfg.FeishuBaseURL, cfg.ModelBaseURL, cfg.RouterModelBaseURL} {
 		known = append(known, urlCredentials(raw, true)...)
 	}
 	s := secret.New(known...)

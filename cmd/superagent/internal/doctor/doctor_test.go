@@ -337,6 +337,19 @@ func TestModel(t *testing.T) {
 		requireResult(t, results, "router model", doctor.OK, "one-token request", "")
 		require.Equal(t, "router-test", e.model.Last().Model)
 	})
+	t.Run("router model on its own endpoint with its own key", func(t *testing.T) {
+		e := setup(t)
+		const routerKey = "sk-router-9876543210zyxwvuTSRQ"
+		router := fakeopenai.New(t)
+		router.Push(fakeopenai.Reply{Status: 401, Body: `{"error":{"message":"Incorrect API key provided: ` + routerKey + `","type":"invalid_request_error","code":"invalid_api_key","param":null}}`})
+		router.Fallback(fakeopenai.Text("OK"))
+		e.cfg.RouterModel, e.cfg.RouterModelBaseURL, e.cfg.RouterModelAPIKey = "router-test", router.URL(), routerKey
+		results, text, _ := run(t, e.cfg)
+		require.NotContains(t, text, routerKey, "the router's key is never printed, even when the endpoint echoes it")
+		require.Equal(t, "Bearer "+routerKey, router.Requests()[0].Header.Get("Authorization"))
+		requireResult(t, results, "router model", doctor.OK, router.URL()+" answered", "")
+		require.Equal(t, "Bearer "+modelKey, e.model.Last().Header.Get("Authorization"), "the Executors' endpoint gets the Executors' key")
+	})
 	t.Run("unreachable", func(t *testing.T) {
 		e := setup(t)
 		e.cfg.ModelBaseURL = closedURL(t) + "/v1"

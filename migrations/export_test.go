@@ -1,0 +1,4 @@
+package migrations
+
+// ApplyTo is applyTo, for the external tests.
+var ApplyTo = applyTo
