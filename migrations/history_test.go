@@ -15,13 +15,13 @@ import (
 	"github.com/superagent-dev/superagent/migrations"
 )
 
-// Migration 8 records, for the revisions saved before it, the built-in
+// Migration 9 records, for the revisions saved before it, the built-in
 // texts it can know they were saved with, and marks the rest not recorded.
 func TestHistoryBackfill(t *testing.T) {
 	t.Parallel()
 	run := func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
-		require.NoError(t, migrations.ApplyTo(ctx, d, 7))
+		require.NoError(t, migrations.ApplyTo(ctx, d, 8))
 		t0 := time.Date(2026, 1, 1, 8, 0, 0, 0, time.UTC)
 		at := func(d time.Duration) time.Time { return t0.Add(d) }
 		text := func(sha, key string, when time.Time) {
@@ -47,7 +47,7 @@ func TestHistoryBackfill(t *testing.T) {
 		text("c1", "runtime/coding", at(time.Hour))
 		version(3, at(2*time.Hour))
 
-		require.NoError(t, migrations.ApplyTo(ctx, d, 8))
+		require.NoError(t, migrations.ApplyTo(ctx, d, 9))
 		sets := map[int64]map[string]*string{}
 		rows, err := d.Query(ctx, `SELECT v.revision, s.parts FROM prompt_versions v JOIN prompt_builtin_sets s ON s.id = v.builtin_set`)
 		require.NoError(t, err)
