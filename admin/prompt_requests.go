@@ -62,8 +62,8 @@ func (a *Admin) getRequestPrompt(w http.ResponseWriter, r *http.Request) error {
 	}
 	p := requestPromptPage{Request: req, Session: s, CanTry: a.deps.Trial != nil}
 	var text string
-	switch {
-	case req.AssembledSHA256 == "":
+	switch req.AssembledSHA256 {
+	case "":
 		p.Problem = "This request was made before prompts were recorded, so its prompt cannot be rebuilt."
 	default:
 		asm, err := a.prompts.Reassemble(ctx, req.AssembledSHA256)

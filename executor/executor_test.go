@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -160,7 +161,7 @@ func TestExecutorTokensNameOnlyTheTicketsRepository(t *testing.T) {
 			require.Equal(t, []string{"hello"}, s, "every token names only the Ticket's repository")
 		}
 		for _, r := range e.gh.Requests() {
-			if r.Method != "POST" || !strings.HasSuffix(r.Path, "/access_tokens") {
+			if r.Method != http.MethodPost || !strings.HasSuffix(r.Path, "/access_tokens") {
 				continue
 			}
 			var body struct {

@@ -23,7 +23,7 @@ func TestHistoryBackfill(t *testing.T) {
 		ctx := context.Background()
 		require.NoError(t, migrations.ApplyTo(ctx, d, 8))
 		t0 := time.Date(2026, 1, 1, 8, 0, 0, 0, time.UTC)
-		at := func(d time.Duration) time.Time { return t0.Add(d) }
+		at := t0.Add
 		text := func(sha, key string, when time.Time) {
 			_, err := d.Exec(ctx, `INSERT INTO prompt_default_texts (sha256, key, text, created_at) VALUES ($1, $2, $3, $4)`,
 				sha, key, "text "+sha, when)

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/feishu"
-	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/tickets"
 )

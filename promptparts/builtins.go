@@ -79,16 +79,6 @@ func (b *builtinTexts) has(key string) bool {
 	return slices.Contains(b.keys, key)
 }
 
-// Unrecorded lists the parts whose text is not known, sorted.
-func (b *builtinTexts) unrecorded() []string {
-	out := make([]string, 0, len(b.unknown))
-	for k := range b.unknown {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // storeSet records a set; a no-op for one already stored.
 func (versionStore) storeSet(ctx context.Context, q db.Querier, set builtinSet, now time.Time) error {
 	_, err := q.Exec(ctx, `INSERT INTO prompt_builtin_sets (id, parts, created_at) VALUES ($1, $2, $3)

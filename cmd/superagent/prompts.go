@@ -220,8 +220,8 @@ func writeTrial(w io.Writer, r trial.Result, dir string, model bool) {
 		fmt.Fprintf(w, "not tried: %s\n\n", r.Problem)
 		return
 	}
-	switch {
-	case r.Prompt.Diff == "":
+	switch r.Prompt.Diff {
+	case "":
 		fmt.Fprintln(w, "prompt: the draft gives this request the prompt it had")
 	default:
 		if !r.PromptVerified {
