@@ -24,16 +24,23 @@ type Waker struct {
 	// Tickets stores Reports and hand-backs; required by Report and
 	// HandBack.
 	Tickets *tickets.Store
-	// Debounce delays a scheduled turn, so a burst becomes one batch.
-	// Zero: the turn may run at once.
+	// Debounce delays a turn scheduled while another runs or just ran, so
+	// that what arrives in a burst becomes one batch; a turn scheduled on
+	// a quiet service starts at once. Zero: every turn may run at once.
 	Debounce time.Duration
+	// Busy reports whether a turn is running or ended less than Debounce
+	// ago. Nil: always busy, so every turn waits Debounce.
+	Busy func(ctx context.Context, q db.Querier, since time.Time) (bool, error)
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
 
-// ScheduleTurn enqueues a main Session turn inside tx, Debounce from now,
-// unless one is already waiting: then that turn picks up what tx adds. Call
-// it whenever a Report, hand-back, notice or candidate is stored.
+// ScheduleTurn enqueues a main Session turn inside tx, unless one is
+// already waiting: then that turn picks up what tx adds. On a quiet service
+// the turn may start at once; while a turn runs, or just after one, it
+// waits Debounce, the way the webhook committer batches: whatever arrives
+// while a turn works is the next batch. Call it whenever a Report,
+// hand-back, notice or candidate is stored.
 func (w *Waker) ScheduleTurn(ctx context.Context, tx *db.Tx) error {
 	if w == nil || w.Queue == nil {
 		return nil
@@ -42,7 +49,21 @@ func (w *Waker) ScheduleTurn(ctx context.Context, tx *db.Tx) error {
 	if w.Now != nil {
 		now = w.Now
 	}
-	at := now().Add(w.Debounce)
+	// A zero time is "now" to River, which then tells its workers at once
+	// (a time it is given is only polled for).
+	var at time.Time
+	if w.Debounce > 0 {
+		busy := true
+		if w.Busy != nil {
+			var err error
+			if busy, err = w.Busy(ctx, tx, now().Add(-w.Debounce)); err != nil {
+				return fmt.Errorf("scheduling a main Session turn: %w", err)
+			}
+		}
+		if busy {
+			at = now().Add(w.Debounce)
+		}
+	}
 	if err := w.twoSlots(ctx, tx, at, func(slot int) river.JobArgs { return RouteArgs{Slot: slot} }); err != nil {
 		return fmt.Errorf("scheduling a main Session turn: %w", err)
 	}

@@ -21,11 +21,18 @@ import (
 // Config tunes the main Session. The zero value of each field is its
 // documented default.
 type Config struct {
-	// Debounce is how long a turn waits after the first item that calls for
-	// it, so a burst becomes one batch. Default 2 s; at most MaxDelay.
+	// Debounce is how long a turn waits when it is called for while another
+	// turn runs or less than Debounce after one ended, so a burst becomes
+	// one batch; on a quiet service a turn starts at once. Default 2 s; at
+	// most MaxDelay.
 	Debounce time.Duration
 	// MaxDelay caps Debounce. Default 10 s.
 	MaxDelay time.Duration
+	// Settle is how long a turn that starts at once waits for cards to stop
+	// arriving before it reads them: it reads when none came for Settle,
+	// and after at most ten times Settle. A lone request waits Settle; a
+	// burst is read whole. Default 100 ms.
+	Settle time.Duration
 	// MaxCandidates is the number of candidates appended to the Session at
 	// once; more wait for the next batch of the same turn. Default 30.
 	MaxCandidates int
@@ -85,6 +92,9 @@ func New(cfg Config, deps Deps) (*Orchestrator, error) {
 		cfg.Debounce = 2 * time.Second
 	}
 	cfg.Debounce = min(cfg.Debounce, cfg.MaxDelay)
+	if cfg.Settle <= 0 {
+		cfg.Settle = 100 * time.Millisecond
+	}
 	if cfg.MaxCandidates <= 0 {
 		cfg.MaxCandidates = 30
 	}
@@ -123,8 +133,9 @@ func New(cfg Config, deps Deps) (*Orchestrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	wake := &jobs.Waker{Queue: deps.Queue, Tickets: deps.Tickets, Debounce: cfg.Debounce, Now: cfg.Now}
-	return &Orchestrator{cfg: cfg, deps: deps, metrics: m, wake: wake}, nil
+	o := &Orchestrator{cfg: cfg, deps: deps, metrics: m}
+	o.wake = &jobs.Waker{Queue: deps.Queue, Tickets: deps.Tickets, Debounce: cfg.Debounce, Busy: o.busy, Now: cfg.Now}
+	return o, nil
 }
 
 // PromptSource assembles the main Session's system prompt from the latest

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/lease"
@@ -157,10 +158,25 @@ WHERE name = $1 AND (holder = '' OR holder = $2 OR lease_until IS NULL OR lease_
 	return n == 1, nil
 }
 
+// release frees the lease. A free lease's lease_until keeps when the last
+// turn ended, which tells ScheduleTurn that the service is busy.
 func (o *Orchestrator) release(ctx context.Context, holder string) {
-	if _, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET holder = '', lease_until = NULL WHERE name = $1 AND holder = $2`, leaseName, holder); err != nil {
+	if _, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET holder = '', lease_until = $3 WHERE name = $1 AND holder = $2`,
+		leaseName, holder, o.cfg.Now().UTC()); err != nil {
 		o.cfg.Logger.Error("releasing the main Session lease", "error", err)
 	}
+}
+
+// busy reports whether a turn holds the lease or released it after
+// since (jobs.Waker.Busy).
+func (o *Orchestrator) busy(ctx context.Context, q db.Querier, since time.Time) (bool, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM routing_state WHERE name = $1 AND (holder <> '' OR lease_until > $2)`,
+		leaseName, since.UTC()).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("reading the main Session lease: %w", err)
+	}
+	return n > 0, nil
 }
 
 // mainSession returns the deployment's main Session, creating it once.
