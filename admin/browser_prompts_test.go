@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -275,9 +276,10 @@ func TestBrowserMergeTheUpdatedDefault(t *testing.T) {
 	require.Contains(t, text(t, ctx, "#conflict-1"), "Write the state down.")
 	require.Contains(t, text(t, ctx, "#conflict-1"), "Summarize the state and the open questions.")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href="#conflict-1"]`))))
-	hash, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash`))
-	require.NoError(t, err)
-	require.Equal(t, "#conflict-1", hash, "the jump link leads to the conflict")
+	// The click lands when the browser gets to it: wait for the hash.
+	jumped, err := chromedp.Run(ctx, chromedp.Poll[bool](`location.hash === "#conflict-1"`, chromedp.WithPollingTimeout(10*time.Second)))
+	require.NoError(t, err, "the jump link leads to the conflict")
+	require.True(t, jumped, "the jump link leads to the conflict")
 	merged := value(t, ctx, hEditor)
 	require.Contains(t, merged, "<<<<<<< your text\nWrite the state down.\n||||||| old default\nSummarize the state.\n=======\nSummarize the state and the open questions.\n>>>>>>> new default\n")
 	viewportShot(t, ctx, "conflict")
