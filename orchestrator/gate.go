@@ -27,6 +27,20 @@ type Gate struct {
 	AdminGitHubLogins, AdminFeishuIDs []string
 }
 
+// need is the least GitHub permission the gate asks for.
+func (g Gate) need() string {
+	if g.GitHubPermission == "" {
+		return "write"
+	}
+	return g.GitHubPermission
+}
+
+// Allows reports whether a GitHub permission level passes the gate.
+func (g Gate) Allows(level string) bool {
+	have, ok := githubLevels[level]
+	return ok && have >= githubLevels[g.need()]
+}
+
 // githubLevels orders GitHub's permission names.
 var githubLevels = map[string]int{"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
 
@@ -38,12 +52,8 @@ func (g Gate) Author(c tickets.Card) error {
 	}
 	switch c.Source {
 	case tickets.SourceGitHub:
-		need := g.GitHubPermission
-		if need == "" {
-			need = "write"
-		}
-		have, ok := githubLevels[c.Author.Permission]
-		if !ok || have < githubLevels[need] {
+		need := g.need()
+		if !g.Allows(c.Author.Permission) {
 			perm := c.Author.Permission
 			if perm == "" {
 				perm = "unknown"

@@ -2,11 +2,16 @@ package orchestrator_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/policy"
 	"github.com/superagent-dev/superagent/tickets"
@@ -205,4 +210,30 @@ func TestWaitGuard(t *testing.T) {
 			require.ErrorContains(t, err, tt.err)
 		})
 	}
+}
+
+// A request opens work only where its author passes the gate: a writer
+// on octo/repo asking for work in octo/other, where GitHub says they can
+// only read, gets no Ticket there; with write there, they do.
+func TestGateOnTheTargetRepository(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, nil)
+		seed.Installation(t, d, installation+1, "octo/other")
+		e.gh.SetPermission("octo/other", "alice", "read")
+		e.gh.SetPermission("octo/other", "carol", "maintain")
+
+		reader := e.admit(t, request(1, "please fix the flaky test in octo/other"))
+		maintainer := request(2, "please fix the flaky test in octo/other")
+		maintainer.login = "carol"
+		other := e.admit(t, maintainer)
+		e.model.Push(fakeopenai.Calls(route("target",
+			orchestrator.Decision{Candidate: reader.ID, Action: "new", Title: "Flaky test", Repo: "octo/other"},
+			orchestrator.Decision{Candidate: other.ID, Action: "new", Title: "Flaky test", Repo: "octo/other"})), fakeopenai.Text("ok"))
+		e.turn(t)
+		result := e.toolResult(t, "target")
+		require.Contains(t, result, fmt.Sprintf("1. candidate %d: refused: alice's permission on octo/other is read; write or higher is needed to open work there", reader.ID))
+		require.Contains(t, result, fmt.Sprintf("2. candidate %d: ok (ticket", other.ID))
+		require.Equal(t, 1, e.ticketCount(t), "no Ticket where the author may only read")
+	})
 }

@@ -97,7 +97,8 @@ func (e *env) orchestrator(t *testing.T) *orchestrator.Orchestrator {
 	e.reg = prometheus.NewRegistry()
 	cfg.Registerer = e.reg
 	o, err := orchestrator.New(cfg, orchestrator.Deps{DB: e.d, Queue: e.q, Tickets: e.store, Sessions: rt, Prompts: e.prompts,
-		Acks: &outbox.Messenger{DB: e.d, GitHub: e.ghc, Feishu: e.fsc, Prompts: e.prompts}})
+		Acks:        &outbox.Messenger{DB: e.d, GitHub: e.ghc, Feishu: e.fsc, Prompts: e.prompts},
+		Permissions: &githubapp.PermissionCache{DB: e.d, Client: e.ghc}})
 	require.NoError(t, err)
 	return o
 }

@@ -73,6 +73,16 @@ type Deps struct {
 	// outbox.Messenger). Default: none are sent (they stay recorded as
 	// pending intents).
 	Acks outbox.Sender
+	// Permissions reads a person's permission on a repository (a
+	// githubapp.PermissionCache), for the gate on a Ticket's target
+	// repository. Nil: a request may open work only in its own repository.
+	Permissions Permissions
+}
+
+// Permissions reads login's permission level on owner/name through an
+// installation.
+type Permissions interface {
+	Level(ctx context.Context, installationID int64, owner, name, login string) (string, error)
 }
 
 // Orchestrator runs the main Session's turns.

@@ -83,6 +83,13 @@ func (o *Orchestrator) decide(ctx context.Context, d Decision, pol policy.Policy
 	if err := RoutingNote(d.Note); err != nil {
 		return "", refuse("%s", err)
 	}
+	// Asking GitHub for a permission takes a network round trip: before
+	// the transaction, which on SQLite holds the only write lock.
+	if d.Action == "new" {
+		if err := o.gateTarget(ctx, d); err != nil {
+			return "", err
+		}
+	}
 	var (
 		result string
 		card   tickets.Card
@@ -327,4 +334,36 @@ func (o *Orchestrator) facts(ctx context.Context, q db.Querier, t tickets.Ticket
 		}
 	}
 	return f, nil
+}
+
+// gateTarget checks that the person who asked may open work in repo, the
+// Ticket's target: a request made on GitHub passed the gate in its own
+// repository; another repository needs the same permission there, read
+// from GitHub. The model's choice of repository never widens what the
+// person may do.
+func (o *Orchestrator) gateTarget(ctx context.Context, d Decision) error {
+	c, err := o.deps.Tickets.Card(ctx, o.deps.DB, d.Candidate)
+	if err != nil {
+		return nil //nolint:nilerr // decide refuses a card that is not there
+	}
+	repo := strings.TrimSpace(d.Repo)
+	if c.Source != tickets.SourceGitHub || c.Author.Type != tickets.AuthorUser || repo == "" || strings.EqualFold(repo, c.Thread.Repo) {
+		return nil
+	}
+	inst, err := githubapp.InstallationFor(ctx, o.deps.DB, repo)
+	if err != nil || inst == 0 {
+		return err // newTicket refuses a repository the App is not installed on
+	}
+	if o.deps.Permissions == nil {
+		return refuse("%s asked in %s; opening work in %s needs their permission there, which this service cannot read", c.Author.Login, c.Thread.Repo, repo)
+	}
+	owner, name, _ := strings.Cut(repo, "/")
+	level, err := o.deps.Permissions.Level(ctx, inst, owner, name, c.Author.Login)
+	if err != nil {
+		return fmt.Errorf("reading %s's permission on %s: %w", c.Author.Login, repo, err)
+	}
+	if !o.cfg.Gate.Allows(level) {
+		return refuse("%s's permission on %s is %s; %s or higher is needed to open work there", c.Author.Login, repo, level, o.cfg.Gate.need())
+	}
+	return nil
 }

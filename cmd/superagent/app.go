@@ -166,7 +166,8 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		Logger:      a.logger,
 	}, orchestrator.Deps{
 		DB: a.db, Queue: a.queue, Tickets: a.tickets, Sessions: rt, Prompts: a.prompts,
-		Acks: &outbox.Messenger{DB: a.db, GitHub: a.github, Feishu: a.feishu, Prompts: a.prompts, PublicURL: cfg.PublicURL},
+		Acks:        &outbox.Messenger{DB: a.db, GitHub: a.github, Feishu: a.feishu, Prompts: a.prompts, PublicURL: cfg.PublicURL},
+		Permissions: &githubapp.PermissionCache{DB: a.db, Client: a.github},
 	})
 	if err != nil {
 		return err
