@@ -31,7 +31,7 @@ type Stopper interface {
 	Continue(ctx context.Context, ticketID int64, actor string) error
 }
 
-var ticketStates = []string{tickets.TicketOpen, tickets.TicketWorking, tickets.TicketWaiting, tickets.TicketPaused, tickets.TicketDone, tickets.TicketCancelled}
+var ticketStates = []string{tickets.TicketOpen, tickets.TicketWorking, tickets.TicketWaiting, tickets.TicketPaused, tickets.TicketInReview, tickets.TicketDone, tickets.TicketCancelled}
 
 // ticketsPage is the filterable Ticket list.
 type ticketsPage struct {
