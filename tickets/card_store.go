@@ -25,6 +25,13 @@ const (
 	CardIgnored = "ignored"
 )
 
+// Card kinds the host acts on itself, beyond routing: a pull request's end
+// ends the Tickets whose pull request it is.
+const (
+	KindPullMerged = "pr_merged"
+	KindPullClosed = "pr_closed"
+)
+
 // Author types.
 const (
 	AuthorUser = "user"

@@ -363,7 +363,7 @@ func (p ghParser) pullRequest(e *github.PullRequestEvent) ghEvent {
 	action := e.GetAction()
 	pr := e.GetPullRequest()
 	kinds := map[string]string{
-		"opened": "pr_opened", "edited": "pr_edited", "closed": "pr_closed", "reopened": "pr_reopened",
+		"opened": "pr_opened", "edited": "pr_edited", "closed": tickets.KindPullClosed, "reopened": "pr_reopened",
 		"ready_for_review": "pr_ready", "converted_to_draft": "pr_draft",
 		"assigned": "assigned", "unassigned": "unassigned", "review_requested": "review_requested",
 	}
@@ -382,7 +382,7 @@ func (p ghParser) pullRequest(e *github.PullRequestEvent) ghEvent {
 		}
 	case "closed":
 		if pr.GetMerged() {
-			kind = "pr_merged"
+			kind = tickets.KindPullMerged
 		}
 	}
 	ev, c := p.base(kind, e.GetRepo(), e.GetSender(), e.GetInstallation())
