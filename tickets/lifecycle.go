@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/superagent-dev/superagent/internal/db"
 )
@@ -82,4 +83,26 @@ func (s *Store) Retry(ctx context.Context, q db.Querier, id int64) error {
 // continue.
 func (s *Store) CommandTargets(ctx context.Context, q db.Querier, threadID int64) ([]int64, error) {
 	return s.followers(ctx, q, threadID, "(t.state NOT IN ('done', 'cancelled') OR t.stopped_at IS NOT NULL)")
+}
+
+// Actor names a card's author in the records of a person's pause, stop,
+// continue or retry: source:login, or source:id where there is no login.
+func Actor(c Card) string {
+	if c.Author.Login != "" {
+		return c.Source + ":" + c.Author.Login
+	}
+	return c.Source + ":" + c.Author.ID
+}
+
+// IsRequester reports whether a card's author is the person who asked for
+// the Ticket (its Mandate's RequestedBy), on the same platform.
+func IsRequester(t Ticket, c Card) bool {
+	r := t.Mandate.RequestedBy
+	if r == nil || c.Author.Type != AuthorUser || (t.Mandate.Source != "" && t.Mandate.Source != c.Source) {
+		return false
+	}
+	if r.ID != "" && c.Author.ID != "" {
+		return r.ID == c.Author.ID
+	}
+	return r.Login != "" && strings.EqualFold(r.Login, c.Author.Login)
 }
