@@ -287,8 +287,9 @@ func call(name, args string) fakeopenai.Reply {
 
 // typoFixer is the Executor's model for the README typo: it confirms,
 // reads, edits, tests, commits, pushes, opens a draft, answers and
-// reports, deciding each step from what is done so far, so that a
-// resumed conversation picks up where it stopped.
+// reports done with what is left for a person (the draft's review),
+// deciding each step from what is done so far, so that a resumed
+// conversation picks up where it stopped.
 func typoFixer(req fakeopenai.Request) fakeopenai.Reply {
 	ss := steps(req)
 	card := firstCard(req)
@@ -310,7 +311,8 @@ func typoFixer(req fakeopenai.Request) fakeopenai.Reply {
 	case countDone(ss, "reply") < 2:
 		return call("reply", `{"purpose":"result","in_reply_to":`+card+`,"text":"The fix is in a draft pull request; ./test.sh passes."}`)
 	case !done(ss, "report"):
-		return call("report", `{"state":"done","summary":"Fixed the README typo in a draft pull request; verified with ./test.sh, which passes."}`)
+		return call("report", `{"state":"done","summary":"Fixed the README typo in a draft pull request; verified with ./test.sh, which passes.",`+
+			`"human_action":"Please review the draft pull request and mark it ready if the wording suits you."}`)
 	}
 	return fakeopenai.Text("Done.")
 }

@@ -63,7 +63,10 @@ func (e *Executor) pull(ctx context.Context, t tickets.Ticket) (*github.Client, 
 }
 
 // ownPull reads the Ticket and its pull request for a tool that changes
-// the pull request: the Mandate must allow pull requests in its repository.
+// the pull request: the Mandate must allow pull requests in its
+// repository, and the pull request must be the one the Ticket opened — a
+// person's pull request the Ticket works on is theirs to edit, close and
+// merge.
 func (e *Executor) ownPull(ctx context.Context, ticketID int64) (tickets.Ticket, *github.Client, *github.PullRequest, error) {
 	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, ticketID)
 	if err != nil {
@@ -73,7 +76,19 @@ func (e *Executor) ownPull(ctx context.Context, ticketID int64) (tickets.Ticket,
 		return t, nil, nil, session.Refuse("%s", err)
 	}
 	gh, pr, err := e.pull(ctx, t)
+	if err == nil && !e.isOwn(t, pr) {
+		err = session.Refuse("%s#%d is %s's pull request: only they change, close or merge it; the Ticket pushes to its branch",
+			t.Repo, t.PullNumber, pr.GetUser().GetLogin())
+	}
 	return t, gh, pr, err
+}
+
+// isOwn reports whether pr is the pull request the Ticket opened: its head
+// is the Ticket's own branch in the Ticket's repository.
+func (e *Executor) isOwn(t tickets.Ticket, pr *github.PullRequest) bool {
+	head := pr.GetHead()
+	repo := head.GetRepo().GetFullName()
+	return head.GetRef() == e.branch(t.ID) && (repo == "" || strings.EqualFold(repo, t.Repo))
 }
 
 type prOpenArgs struct {
@@ -278,7 +293,10 @@ func (e *Executor) prClose(ctx context.Context, call session.Call, a prCloseArgs
 		}
 	}
 	e.cfg.Logger.Info("pull request closed", "ticket", t.ID, "session", call.SessionID, "repo", t.Repo, "pr", t.PullNumber, "pointer", pointer)
-	return fmt.Sprintf("closed %s#%d, pointing to %s", t.Repo, t.PullNumber, pointer), nil
+	if err := e.endWithPull(ctx, t, false); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("closed %s#%d, pointing to %s; the Ticket has ended", t.Repo, t.PullNumber, pointer), nil
 }
 
 // comment writes an issue or pull request comment once (key names it).
