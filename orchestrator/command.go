@@ -69,12 +69,7 @@ func ParseCommand(c tickets.Card) (Command, bool) {
 func isCommand(s string) bool { return s == CommandPause || s == CommandResume || s == CommandAccept }
 
 // actor names a card's author in pause records.
-func actor(c tickets.Card) string {
-	if c.Author.Login != "" {
-		return c.Source + ":" + c.Author.Login
-	}
-	return c.Source + ":" + c.Author.ID
-}
+func actor(c tickets.Card) string { return tickets.Actor(c) }
 
 // applyCommand pauses, resumes or accepts the Tickets a person's command
 // names (a card button) or that follow the card's Thread. Only a person who
@@ -103,7 +98,7 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 		}
 		switch cmd.Name {
 		case CommandPause:
-			if t.Pause != nil || t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
+			if t.Pause != nil || tickets.Ended(t.State) {
 				continue
 			}
 			if err := st.Pause(ctx, tx, id, actor(c), cmd.Reason); err != nil {

@@ -177,7 +177,7 @@ func (o *Orchestrator) wakeFollowers(ctx context.Context, tx *db.Tx, c tickets.C
 		if err != nil {
 			return err
 		}
-		if t.Pause != nil || t.Proposal || t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
+		if t.Pause != nil || t.Proposal || tickets.Ended(t.State) {
 			continue
 		}
 		if err := o.EnqueueExecutor(ctx, tx, id); err != nil {
