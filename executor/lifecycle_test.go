@@ -2,6 +2,8 @@ package executor_test
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -148,5 +150,46 @@ func TestAPersonsMessageContinuesATicketStoppedAtALimit(t *testing.T) {
 		require.Len(t, prs, 1)
 		require.Equal(t, "superagent/ticket-"+itoa(tk.ID), prs[0].Head, "the same branch")
 		require.Contains(t, e.logs.String(), "a person's message continues a ticket stopped at a limit")
+	})
+}
+
+// A person's pull request that says it fixes the Ticket's issue reaches
+// the Executor with the facts; it reads theirs and decides to yield.
+func TestAPersonsPullRequestFixingTheIssueIsToldToTheExecutor(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d, afterPR(func(tn turn) fakeopenai.Reply {
+			m := regexp.MustCompile(`host: pull request octo/hello#([0-9]+) by carol references #1`).FindStringSubmatch(tn.cards)
+			switch {
+			case m == nil:
+				return fakeopenai.Text("Nothing to do.")
+			case !tn.called("github_read"):
+				return call("github_read", `{"what":"pull_request","number":`+m[1]+`}`)
+			case !tn.called("pr_close"):
+				return call("pr_close", `{"reason":"Carol's pull request makes the same fix, so I am closing this one in favour of it:","pointer":"octo/hello#`+m[1]+`"}`)
+			}
+			return fakeopenai.Text("Yielded.")
+		}))
+		ctx := context.Background()
+		tk, mine := e.openPR(t)
+
+		e.gh.PushAs(t, repo, "carol/typo", map[string]string{"README.md": strings.Replace(readme, "projetc", "project", 1)}, "Fix the typo")
+		theirs := e.gh.AddPullRequest(t, repo, fakegithub.PullRequestSpec{Login: "carol", Head: "carol/typo", Title: "Fix the typo", Body: "Fixes #1."})
+		// As ingestion makes it from pull_request.opened: in the pull
+		// request's Thread, related to the issue it references.
+		c := e.admitCard(t, tickets.NewCard{Source: tickets.SourceGitHub, Kind: "pr_opened", Thread: pullThread(theirs), Author: author("carol"),
+			References: []tickets.Reference{{Repo: repo, Number: 1}}, Related: []string{pullThread(1).Key},
+			Text: "Fix the typo\n\nFixes #1.", URL: fmt.Sprintf("https://github.com/%s/pull/%d", repo, theirs)})
+		require.Equal(t, tickets.CardFollowUp, c.State)
+		require.Equal(t, tk.ID, c.TicketID)
+		e.run(t, tk.ID)
+
+		require.Contains(t, e.modelInput(), fmt.Sprintf("host: pull request %s#%d by carol references #1, which this Ticket works on", repo, theirs))
+		require.Equal(t, "closed", e.pull(t, mine).State, "the Executor decided to yield")
+		require.Equal(t, "open", e.pull(t, theirs).State)
+		got, err := e.store.Ticket(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.Equal(t, tickets.TicketCancelled, got.State, "closing its pull request ended the Ticket")
+		require.Contains(t, e.logs.String(), "msg=\"ticket ended\"")
 	})
 }
