@@ -314,7 +314,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusCreated, map[string]any{
 		"token":                tok,
 		"expires_at":           time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
-		"permissions":          map[string]string{"contents": "write", "issues": "write", "pull_requests": "write", "checks": "write", "metadata": "read"},
+		"permissions":          map[string]string{"contents": "write", "issues": "write", "pull_requests": "write", "checks": "write", "actions": "read", "metadata": "read"},
 		"repository_selection": "all",
 	})
 }
