@@ -65,7 +65,7 @@ func (e *Executor) continueSession(ctx context.Context, t tickets.Ticket, prev i
 	fmt.Fprintf(&b, "host: %s asked to continue ticket %d %q. This is a new Session of the same Ticket; ", t.Continue.By, t.ID, t.Title)
 	fmt.Fprintf(&b, "the previous one (Session %d) stopped: %s.\n", last.ID, strings.TrimPrefix(last.StateReason, reportedReason+": "))
 	if t.Repo != "" {
-		fmt.Fprintf(&b, "Work on in %s on branch %s", t.Repo, e.branch(t.ID))
+		fmt.Fprintf(&b, "Work on in %s on branch %s", t.Repo, e.workBranch(t))
 		if t.PullNumber != 0 {
 			fmt.Fprintf(&b, " and its pull request #%d", t.PullNumber)
 		}

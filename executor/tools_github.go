@@ -94,6 +94,7 @@ func (e *Executor) isOwn(t tickets.Ticket, pr *github.PullRequest) bool {
 type prOpenArgs struct {
 	Title string `json:"title"`
 	Body  string `json:"body" jsonschema_description:"what changed, why, how it was verified, what is unfinished"`
+	Base  string `json:"base,omitempty" jsonschema_description:"the branch to merge into; default the repository's default branch (a person's branch, to offer a pull request onto theirs)"`
 }
 
 func (e *Executor) checkPROpen(ctx context.Context, call session.Call, _ prOpenArgs) error {
@@ -128,12 +129,16 @@ func (e *Executor) prOpen(ctx context.Context, call session.Call, a prOpenArgs) 
 	}
 	o := tickets.Outgoing{Key: key, TicketID: t.ID, Source: tickets.SourceGitHub, Kind: "pull_request", Target: t.Repo + "@" + branch, Body: a.Title}
 	ref, err := e.write(ctx, o, func(ctx context.Context) (string, error) {
-		r, _, err := gh.Repositories.Get(ctx, owner, name)
-		if err != nil {
-			return "", fmt.Errorf("reading %s: %w", t.Repo, err)
+		base := strings.TrimSpace(a.Base)
+		if base == "" {
+			r, _, err := gh.Repositories.Get(ctx, owner, name)
+			if err != nil {
+				return "", fmt.Errorf("reading %s: %w", t.Repo, err)
+			}
+			base = r.GetDefaultBranch()
 		}
 		pr, _, err := gh.PullRequests.Create(ctx, owner, name, &github.NewPullRequest{
-			Title: github.String(a.Title), Head: github.String(branch), Base: github.String(r.GetDefaultBranch()),
+			Title: github.String(a.Title), Head: github.String(branch), Base: github.String(base),
 			Body: github.String(body), Draft: github.Bool(true),
 		})
 		if err != nil {

@@ -246,6 +246,12 @@ func (e *Executor) work(ctx context.Context, t tickets.Ticket, sid int64, tools 
 // Ticket's last job ran on another machine, or the clone was removed) has
 // only what was pushed: the Session is told so before its next step.
 func (e *Executor) prepareFor(ctx context.Context, t tickets.Ticket, sid int64) error {
+	if t.Branch == "" {
+		var err error
+		if t, err = e.adoptPull(ctx, t, sid); err != nil {
+			return err
+		}
+	}
 	_, err := e.deps.Workspaces.Open(t.ID)
 	fresh := errors.Is(err, fs.ErrNotExist)
 	if _, err := e.prepare(ctx, t); err != nil {
@@ -260,7 +266,7 @@ func (e *Executor) prepareFor(ctx context.Context, t tickets.Ticket, sid int64) 
 	}
 	_, err = e.sessions.Append(ctx, e.deps.DB, sid, fmt.Sprintf("host: your workspace was cloned again from %s, branch %s: "+
 		"it holds what was pushed, and nothing that was only committed or changed locally before. Check git_status and git_diff before going on.",
-		t.Repo, e.branch(t.ID)))
+		t.Repo, e.workBranch(t)))
 	return err
 }
 
