@@ -227,7 +227,8 @@ var ErrEnded = errors.New("ticket has ended")
 // SetTicketState moves a Ticket to state on behalf of automatic work (the
 // Executor, the main Session). A paused Ticket refuses with ErrPaused, so no
 // follow-up, bot or CI event can resume it; use Resume. A Ticket a person
-// stopped stays stopped: the move is ignored (only Continue reopens it).
+// stopped stays stopped, and an ended one ended (its pull request was
+// merged or closed): the move is ignored (only Continue reopens one).
 func (s *Store) SetTicketState(ctx context.Context, q db.Querier, id int64, state string) error {
 	t, err := s.Ticket(ctx, q, id)
 	if err != nil {
@@ -236,7 +237,7 @@ func (s *Store) SetTicketState(ctx context.Context, q db.Querier, id int64, stat
 	if t.Pause != nil {
 		return fmt.Errorf("moving ticket %d to %s: %w", id, state, ErrPaused)
 	}
-	if t.Stop != nil {
+	if t.Stop != nil || Ended(t.State) {
 		return nil
 	}
 	if _, err := q.Exec(ctx, "UPDATE tickets SET state = $2, updated_at = $3 WHERE id = $1", id, state, s.nowUTC()); err != nil {
