@@ -227,6 +227,11 @@ func (e *Executor) prUpdate(ctx context.Context, call session.Call, a prUpdateAr
 	if err != nil {
 		return "", err
 	}
+	// Not an outbox write (an edit is idempotent), but a write all the
+	// same: none after a pause or a stop.
+	if err := held(t); err != nil {
+		return "", err
+	}
 	owner, name, _ := strings.Cut(t.Repo, "/")
 	body := pr.GetBody()
 	edit := &github.PullRequest{}
@@ -466,6 +471,9 @@ func (e *Executor) reviewResolve(ctx context.Context, call session.Call, a revie
 	}
 	if t.PullNumber == 0 {
 		return "", session.Refuse("this Ticket has no pull request yet")
+	}
+	if err := held(t); err != nil {
+		return "", err
 	}
 	threads, err := e.reviewThreads(ctx, t.Repo, t.PullNumber)
 	if err != nil {
