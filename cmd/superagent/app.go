@@ -377,8 +377,8 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		return nil, err
 	}
 	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie}, a.db, a.prompts, admin.Deps{
-		Tickets:  a.tickets,
-		Sessions: a.sessions,
+		Tickets:     a.tickets,
+		Sessions:    a.sessions,
 		Pauser:      a.pauser(),
 		Stopper:     a.stopper(),
 		Connections: connections(cfg, a.db),
