@@ -59,7 +59,9 @@ ON CONFLICT (ticket_id) DO UPDATE SET comment_target = $2, comment_id = $3, body
 
 // TicketURL is the Ticket's page in the panel under Config.PublicURL, or ""
 // when no public URL is configured (no link is invented).
-func (e *Executor) TicketURL(ticketID int64) string { return outbox.TicketURL(e.cfg.PublicURL, ticketID) }
+func (e *Executor) TicketURL(ticketID int64) string {
+	return outbox.TicketURL(e.cfg.PublicURL, ticketID)
+}
 
 // syncProgress brings the Ticket's progress on GitHub up to date: its one
 // progress comment (on the issue or pull request it came from, else its
