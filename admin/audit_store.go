@@ -18,6 +18,7 @@ const (
 	actionResume      = "resume_ticket"
 	actionStopTicket  = "stop_ticket"
 	actionContinue    = "continue_ticket"
+	actionRetry       = "retry_ticket"
 )
 
 // auditEntry is one recorded change.

@@ -24,14 +24,15 @@ type Pauser interface {
 	Resume(ctx context.Context, ticketID int64, actor string) error
 }
 
-// Stopper stops and continues Tickets on a person's word
-// (tickets.Stopper). Without one the Ticket page offers neither.
+// Stopper stops, continues and retries Tickets on a person's word
+// (tickets.Stopper). Without one the Ticket page offers none of them.
 type Stopper interface {
 	Stop(ctx context.Context, ticketID int64, actor, reason string) error
 	Continue(ctx context.Context, ticketID int64, actor string) error
+	Retry(ctx context.Context, ticketID int64, actor string) error
 }
 
-var ticketStates = []string{tickets.TicketOpen, tickets.TicketWorking, tickets.TicketWaiting, tickets.TicketPaused, tickets.TicketDone, tickets.TicketCancelled}
+var ticketStates = []string{tickets.TicketOpen, tickets.TicketWorking, tickets.TicketWaiting, tickets.TicketPaused, tickets.TicketInReview, tickets.TicketDone, tickets.TicketCancelled}
 
 // ticketsPage is the filterable Ticket list.
 type ticketsPage struct {
@@ -202,7 +203,7 @@ func (a *Admin) readTicketRecord(ctx context.Context, id int64, p *ticketPage) e
 		return err
 	}
 	slices.Reverse(p.Messages)
-	p.Pauses, err = a.audit.forTarget(ctx, a.db, ticketTarget(id), []string{actionPauseTicket, actionResume, actionStopTicket, actionContinue}, 50)
+	p.Pauses, err = a.audit.forTarget(ctx, a.db, ticketTarget(id), []string{actionPauseTicket, actionResume, actionStopTicket, actionContinue, actionRetry}, 50)
 	return err
 }
 
@@ -222,7 +223,7 @@ func (a *Admin) postTicket(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case (action == "pause" || action == "resume") && a.deps.Pauser == nil:
 		return httpserver.Errorf(http.StatusNotImplemented, "Pausing Tickets is not available in this process.")
-	case (action == "stop" || action == "continue") && a.deps.Stopper == nil:
+	case (action == "stop" || action == "continue" || action == "retry") && a.deps.Stopper == nil:
 		return httpserver.Errorf(http.StatusNotImplemented, "Stopping Tickets is not available in this process.")
 	}
 	switch action {
@@ -239,6 +240,12 @@ func (a *Admin) postTicket(w http.ResponseWriter, r *http.Request) error {
 		}
 		entry.Action = actionContinue
 		url = withQuery(url, "done", "continued")
+	case "retry":
+		if err := a.deps.Stopper.Retry(ctx, id, actor); err != nil {
+			return stopError(err)
+		}
+		entry.Action = actionRetry
+		url = withQuery(url, "done", "retried")
 	case "pause":
 		reason := strings.TrimSpace(r.PostFormValue("reason"))
 		if err := a.deps.Pauser.Pause(ctx, id, actor, reason); err != nil {
@@ -270,6 +277,8 @@ func pauseError(err error) error {
 		return &httpserver.Error{Status: http.StatusConflict, Message: "The Ticket is paused: resume it instead.", Err: err}
 	case errors.Is(err, tickets.ErrNotStopped):
 		return &httpserver.Error{Status: http.StatusConflict, Message: "The Ticket's work has not stopped, so there is nothing to continue.", Err: err}
+	case errors.Is(err, tickets.ErrNotFailed):
+		return &httpserver.Error{Status: http.StatusConflict, Message: "The Ticket's last job did not fail, so there is nothing to retry.", Err: err}
 	case errors.Is(err, tickets.ErrNotFound):
 		return &httpserver.Error{Status: http.StatusNotFound, Message: "There is no such Ticket.", Err: err}
 	}

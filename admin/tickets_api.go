@@ -23,7 +23,7 @@ type TicketSessions interface {
 }
 
 // TicketsAPI serves GET /tickets, GET /tickets/{id} and POST
-// /tickets/{id}/pause, /resume, /stop and /continue on the authenticated
+// /tickets/{id}/pause, /resume, /stop, /continue and /retry on the authenticated
 // /api router.
 type TicketsAPI struct {
 	d        *db.DB
@@ -62,6 +62,7 @@ func (a *TicketsAPI) Routes(r chi.Router) {
 	r.Post("/tickets/{id}/resume", httpserver.HandleWith(a.logger, a.resume))
 	r.Post("/tickets/{id}/stop", httpserver.HandleWith(a.logger, a.stop))
 	r.Post("/tickets/{id}/continue", httpserver.HandleWith(a.logger, a.continueTicket))
+	r.Post("/tickets/{id}/retry", httpserver.HandleWith(a.logger, a.retry))
 }
 
 func (a *TicketsAPI) list(w http.ResponseWriter, r *http.Request) error {
@@ -219,6 +220,18 @@ func (a *TicketsAPI) continueTicket(w http.ResponseWriter, r *http.Request) erro
 	return a.writeTicket(w, r, id)
 }
 
+// retry runs a Ticket whose last Executor job failed again.
+func (a *TicketsAPI) retry(w http.ResponseWriter, r *http.Request) error {
+	id, err := a.ticketID(r)
+	if err != nil {
+		return err
+	}
+	if err := a.stopper.Retry(r.Context(), id, apiActor(r)); err != nil {
+		return apiStopError(err)
+	}
+	return a.writeTicket(w, r, id)
+}
+
 // apiStopError maps the Stopper's refusals to 409 with the reason.
 func apiStopError(err error) error {
 	switch {
@@ -228,6 +241,8 @@ func apiStopError(err error) error {
 		return httpserver.Errorf(http.StatusConflict, "the ticket is paused: resume it")
 	case errors.Is(err, tickets.ErrNotStopped):
 		return httpserver.Errorf(http.StatusConflict, "the ticket's work has not stopped: nothing to continue")
+	case errors.Is(err, tickets.ErrNotFailed):
+		return httpserver.Errorf(http.StatusConflict, "the ticket's last job did not fail: nothing to retry")
 	}
 	return ticketNotFound(err)
 }

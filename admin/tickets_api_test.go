@@ -87,6 +87,14 @@ func TestTicketsAPI(t *testing.T) {
 		require.Equal(t, "open", out["state"])
 		require.Equal(t, "admin", out["continue"].(map[string]any)["by"])
 
+		code, _ = call("POST", id+"/retry", "")
+		require.Equal(t, http.StatusConflict, code, "its last job did not fail: nothing to retry")
+		require.NoError(t, w.store.Fail(ctx, d, w.ticket.ID, "cloning failed"))
+		code, out = call("POST", id+"/retry", "")
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, "open", out["state"])
+		require.Nil(t, out["failed"])
+
 		done, err := w.store.CreateTicket(ctx, d, tickets.Ticket{Title: "Ended", State: tickets.TicketDone})
 		require.NoError(t, err)
 		code, _ = call("POST", "/tickets/"+itoa(done.ID)+"/pause", "")

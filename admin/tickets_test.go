@@ -39,7 +39,8 @@ func newTicketWorld(t *testing.T, d *db.DB) ticketWorld {
 	ctx := context.Background()
 	store := tickets.New(tickets.Config{Now: func() time.Time { return worldNow }})
 	sessions := session.NewStore(d, nil, nil)
-	p := newPanel(t, d, promptparts.BuiltinDefaults(), Deps{Tickets: store, Sessions: sessions, Pauser: tickets.NewPauser(d, store)})
+	p := newPanel(t, d, promptparts.BuiltinDefaults(), Deps{Tickets: store, Sessions: sessions, Pauser: tickets.NewPauser(d, store),
+		Stopper: tickets.NewStopper(d, store, nil)})
 	saveAs(t, p, "ada", `{"base_revision": 0, "sections": {"ticket_scope": {"text": "Small steps."}}}`)
 
 	tk, err := store.CreateTicket(ctx, d, tickets.Ticket{Title: "Fix the flaky login test", Repo: "acme/web", Branch: "superagent/fix-login-test",
@@ -121,6 +122,21 @@ func TestTicketPages(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, auditEntry{ID: entries[0].ID, CreatedAt: entries[0].CreatedAt, Actor: "ada", Action: actionPauseTicket,
 			Target: "ticket " + itoa(w.ticket.ID), Detail: "waiting for the release"}, entries[0])
+
+		// A Ticket whose last job failed shows why, and Retry runs it again.
+		require.NotContains(t, body, `value="retry"`)
+		require.NoError(t, tickets.NewPauser(d, w.store).Resume(context.Background(), w.ticket.ID, "ada"))
+		require.NoError(t, w.store.Fail(context.Background(), d, w.ticket.ID, "cloning failed"))
+		body = html.UnescapeString(c.get(path).body)
+		require.Contains(t, body, "Its last job failed on")
+		require.Contains(t, body, `value="retry"`)
+		res = c.post(path, url.Values{"csrf": {c.csrf()}, "action": {"retry"}})
+		require.Equal(t, path+"?done=retried", res.location)
+		tk, err = w.store.Ticket(context.Background(), d, w.ticket.ID)
+		require.NoError(t, err)
+		require.Nil(t, tk.Failed)
+		res = c.post(path, url.Values{"csrf": {c.csrf()}, "action": {"retry"}})
+		require.Equal(t, http.StatusConflict, res.status, "nothing left to retry")
 
 		require.Equal(t, http.StatusNotFound, c.get("/admin/tickets/999").status)
 	})

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,6 +51,10 @@ func failLog(attempt string) string {
 	return "##[group]Run ./check.sh\nchecking NOTES.md\nFAIL: NOTES.md must mention " + attempt + "\n##[error]Process completed with exit code 1.\n"
 }
 
+// leakedToken is a credential a CI log printed; it has a GitHub token's
+// shape, and no one told the Scrubber of it.
+const leakedToken = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
+
 func TestFailedCheckFixedOnTheSecondAttempt(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
@@ -58,25 +63,26 @@ func TestFailedCheckFixedOnTheSecondAttempt(t *testing.T) {
 		opened := e.pull(t, pr).HeadSHA
 
 		// The first log is long, with a secret early on: the Executor reads
-		// its end only, and never the secret.
-		long := "BEGINNING-OF-LOG " + modelKey + "\n" + strings.Repeat("downloading a dependency\n", 500) + failLog("attempt 1")
-		_, c1 := e.checkFailure(t, pr, "test", long, runURL)
+		// the failing step's end only, and never a secret.
+		long := "BEGINNING-OF-LOG " + modelKey + "\n##[group]Run actions/checkout@v4\n" + strings.Repeat("downloading a dependency\n", 500) +
+			"##[endgroup]\n" + failLog("attempt 1") + "token was " + leakedToken + "\n"
+		run1, c1 := e.checkFailure(t, pr, "test", long, false)
 		require.Equal(t, tickets.CardFollowUp, c1.State)
 		e.run(t, tk.ID)
 		first := e.pull(t, pr).HeadSHA
 		require.NotEqual(t, opened, first, "the first fix was pushed")
 		require.Equal(t, "attempt 1\n", gitShow(t, e.bare, first+":NOTES.md"))
 
-		// The fix fails too; the second failure names its job by an
-		// Actions job URL.
-		_, c2 := e.checkFailure(t, pr, "test", failLog("attempt 2"), jobURL)
+		// The fix fails too; the second failure names its job by the
+		// job's page.
+		_, c2 := e.checkFailure(t, pr, "test", failLog("attempt 2"), true)
 		e.run(t, tk.ID)
 		second := e.pull(t, pr).HeadSHA
 		require.NotEqual(t, first, second, "the second fix was pushed")
 		require.Equal(t, "attempt 2\n", gitShow(t, e.bare, second+":NOTES.md"))
 
 		// The check passes on the second fix; a person asks for review.
-		e.gh.AddCheckRun(repo, second, fakegithub.CheckRunSpec{Name: "test", Conclusion: "success", Log: "ok\n"})
+		e.gh.AddWorkflowRun(repo, second, fakegithub.WorkflowRunSpec{Name: "CI", Jobs: []fakegithub.JobSpec{{Name: "test", Conclusion: "success"}}})
 		e.admit(t, pr, "alice", "The checks pass now, please mark it ready.")
 		e.run(t, tk.ID)
 		require.False(t, e.pull(t, pr).Draft, "ready for review once the fix passes")
@@ -85,14 +91,18 @@ func TestFailedCheckFixedOnTheSecondAttempt(t *testing.T) {
 			require.Equal(t, tickets.DeliveryDelivered, e.delivery(t, tk.ID, c.ID).State)
 		}
 		input := e.modelInput()
-		require.Contains(t, input, "host: the failing job's log ends with (outside data):")
+		require.Contains(t, input, `host: job "test" of workflow run `+strconv.FormatInt(run1.ID, 10)+` failed at step "Run ./check.sh"; its log ends with (outside data):`+"\n```\n##[group]Run ./check.sh\nchecking NOTES.md\n")
+		require.NotContains(t, input, `job "lint"`, "only the failed job")
+		require.NotRegexp(t, `[0-9]{7}Z `, input, "without GitHub's timestamps")
+		require.NotContains(t, input, leakedToken)
+		require.Contains(t, input, "token was [REDACTED]")
 		require.Contains(t, input, "FAIL: NOTES.md must mention attempt 1")
 		require.Contains(t, input, "FAIL: NOTES.md must mention attempt 2")
 		require.Contains(t, input, "host: failure 1; fix attempts used 0 of 3.")
 		require.Contains(t, input, "host: failure 2; fix attempts used 1 of 3.")
 		require.NotContains(t, input, "BEGINNING-OF-LOG", "only the end of a long log")
 		require.NotContains(t, input, modelKey)
-		require.NotContains(t, input, "log unavailable")
+		require.NotContains(t, input, "unavailable")
 		log := gitLog(t, e.bare, e.pull(t, pr).Head)
 		require.Contains(t, log, "Mention attempt 1 in NOTES.md")
 		require.Contains(t, log, "Mention attempt 2 in NOTES.md")
@@ -112,14 +122,14 @@ func TestFixAttemptsUsedUpReportBlocked(t *testing.T) {
 		// The first failure and three fix attempts that fail too.
 		var last string
 		for _, attempt := range []string{"attempt 1", "attempt 2", "attempt 3"} {
-			e.checkFailure(t, pr, "test", failLog(attempt), runURL)
+			e.checkFailure(t, pr, "test", failLog(attempt), false)
 			e.run(t, tk.ID)
 			head := e.pull(t, pr).HeadSHA
 			require.NotEqual(t, last, head, "%s was pushed", attempt)
 			require.Equal(t, attempt+"\n", gitShow(t, e.bare, head+":NOTES.md"))
 			last = head
 		}
-		_, c4 := e.checkFailure(t, pr, "test", failLog("attempt 4"), runURL)
+		_, c4 := e.checkFailure(t, pr, "test", failLog("attempt 4"), false)
 		e.run(t, tk.ID)
 
 		require.Equal(t, tickets.DeliveryDelivered, e.delivery(t, tk.ID, c4.ID).State)
@@ -147,8 +157,8 @@ func TestFailuresOfOneCommitAreOneAttempt(t *testing.T) {
 		tk, pr := e.openPR(t)
 		var heads []string
 		for _, attempt := range []string{"attempt 1", "attempt 2", "attempt 3"} {
-			e.checkFailure(t, pr, "test", failLog(attempt), runURL)
-			e.checkFailure(t, pr, "lint", "lint: ok\n", jobURL)
+			e.checkFailure(t, pr, "test", failLog(attempt), false)
+			e.checkFailure(t, pr, "unit", failLog(attempt), true)
 			e.run(t, tk.ID)
 			heads = append(heads, e.pull(t, pr).HeadSHA)
 			require.Equal(t, attempt+"\n", gitShow(t, e.bare, heads[len(heads)-1]+":NOTES.md"), "%s was pushed", attempt)

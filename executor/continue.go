@@ -65,7 +65,7 @@ func (e *Executor) continueSession(ctx context.Context, t tickets.Ticket, prev i
 	fmt.Fprintf(&b, "host: %s asked to continue ticket %d %q. This is a new Session of the same Ticket; ", t.Continue.By, t.ID, t.Title)
 	fmt.Fprintf(&b, "the previous one (Session %d) stopped: %s.\n", last.ID, strings.TrimPrefix(last.StateReason, reportedReason+": "))
 	if t.Repo != "" {
-		fmt.Fprintf(&b, "Work on in %s on branch %s", t.Repo, e.branch(t.ID))
+		fmt.Fprintf(&b, "Work on in %s on branch %s", t.Repo, e.workBranch(t))
 		if t.PullNumber != 0 {
 			fmt.Fprintf(&b, " and its pull request #%d", t.PullNumber)
 		}
@@ -100,4 +100,75 @@ func (e *Executor) continueSession(ctx context.Context, t tickets.Ticket, prev i
 	}
 	e.cfg.Logger.Info("continuing a ticket in a new session", "ticket", t.ID, "session", sid, "previous", last.ID, "by", t.Continue.By)
 	return sid, nil
+}
+
+// Continuer starts a new Session of a Ticket whose work stopped, on a
+// person's word (tickets.Stopper).
+type Continuer interface {
+	Continue(ctx context.Context, ticketID int64, actor string) error
+}
+
+// continueOnMessage continues a Ticket whose Session stopped at a limit
+// when a person who may command it wrote to it since: their message is a
+// request to go on, so it starts a new Session with a handoff (through the
+// Continuer, which says so in the Ticket's conversation) instead of being
+// appended to a Session that will not read it. It returns the new Session,
+// or 0 when nothing continues the Ticket.
+func (e *Executor) continueOnMessage(ctx context.Context, t tickets.Ticket, sid int64) (int64, error) {
+	if t.Stop != nil {
+		return 0, nil
+	}
+	atLimit, err := e.StoppedAtLimit(ctx, e.deps.DB, t.ID)
+	if err != nil || !atLimit {
+		return 0, err
+	}
+	cards, err := e.deps.Tickets.Inbox(ctx, e.deps.DB, t.ID, inboxBatch)
+	if err != nil {
+		return 0, err
+	}
+	var by *tickets.Card
+	for _, c := range cards {
+		if c.Author.Type == tickets.AuthorUser && e.mayCommand(t, c.Card) == nil {
+			by = &c.Card
+			break
+		}
+	}
+	if by == nil {
+		return 0, nil
+	}
+	actor := tickets.Actor(*by)
+	if err := e.deps.Continuer.Continue(ctx, t.ID, actor); err != nil {
+		if errors.Is(err, tickets.ErrNotStopped) || errors.Is(err, tickets.ErrEnded) || errors.Is(err, tickets.ErrPaused) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	e.cfg.Logger.Info("a person's message continues a ticket stopped at a limit", "ticket", t.ID, "card", by.ID, "by", actor)
+	if t, err = e.deps.Tickets.Ticket(ctx, e.deps.DB, t.ID); err != nil {
+		return 0, err
+	}
+	if t.Continue == nil {
+		// Another job of the Ticket took the request first.
+		return 0, nil
+	}
+	next, err := e.continueSession(ctx, t, sid)
+	if err != nil {
+		return 0, err
+	}
+	if err := e.deps.Tickets.SetTicketState(ctx, e.deps.DB, t.ID, tickets.TicketWorking); err != nil && !errors.Is(err, tickets.ErrPaused) {
+		return 0, err
+	}
+	return next, nil
+}
+
+// mayCommand reports why the author of c may not command Ticket t, or nil
+// when they may (Config.MayCommand; by default only the requester).
+func (e *Executor) mayCommand(t tickets.Ticket, c tickets.Card) error {
+	if e.cfg.MayCommand != nil {
+		return e.cfg.MayCommand(t, c)
+	}
+	if tickets.IsRequester(t, c) {
+		return nil
+	}
+	return errors.New("only the person who asked may command the Ticket")
 }

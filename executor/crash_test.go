@@ -97,7 +97,7 @@ func requireDeliveredOnce(t *testing.T, e *env, tk tickets.Ticket) {
 
 	got, err := e.store.Ticket(ctx, e.d, tk.ID)
 	require.NoError(t, err)
-	require.Equal(t, tickets.TicketDone, got.State)
+	require.Equal(t, tickets.TicketInReview, got.State)
 	require.Equal(t, prs[0].Number, got.PullNumber, "the Ticket knows the pull request opened before the crash")
 	reports, err := e.store.Reports(ctx, e.d, tk.ID)
 	require.NoError(t, err)

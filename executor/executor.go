@@ -58,6 +58,12 @@ type Config struct {
 	// NoProgress turns the progress comment and the check run off. Default
 	// false: a Ticket with a repository shows its progress on GitHub.
 	NoProgress bool
+	// MayCommand reports why the author of a card may not command a
+	// Ticket (continue it by writing to it after a limit), or nil. Use the
+	// main Session's (orchestrator.Orchestrator.MayCommand): the requester,
+	// anyone the gate admits in the repository, admins. Default: only the
+	// requester.
+	MayCommand func(t tickets.Ticket, c tickets.Card) error
 	// Environment is the deployment-wide part of the Environment section;
 	// each Ticket's facts follow it.
 	Environment []promptparts.Var
@@ -92,6 +98,11 @@ type Deps struct {
 	GraphQLURL string
 	// Feishu is the Feishu client; nil when Feishu is not set up.
 	Feishu *feishu.Client
+	// Continuer continues a Ticket when a person writes to it after its
+	// Session stopped at a limit; use the Stopper the panel uses, whose
+	// hooks say so in the Ticket's conversation. Default: a Stopper
+	// without hooks.
+	Continuer Continuer
 }
 
 // Executor runs Executor Sessions.
@@ -154,6 +165,9 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 		return nil, err
 	}
 	e := &Executor{cfg: cfg, deps: deps, metrics: m}
+	if e.deps.Continuer == nil {
+		e.deps.Continuer = tickets.NewStopper(deps.DB, deps.Tickets, e.StoppedAtLimit).WithLogger(cfg.Logger)
+	}
 	if cfg.Session.Metrics != nil && cfg.Session.Repository == nil {
 		cfg.Session.Repository = e.repository
 	}

@@ -24,10 +24,18 @@ import (
 
 var fakeToken = regexp.MustCompile(`ghs_fake[0-9_]+`)
 
+// The typo fix becomes a draft pull request; the Ticket is in review, not
+// done, until a person merges it; then it ends and its workspace goes.
 func TestTypoFixBecomesADraftPullRequest(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		e := setup(t, d, typoFixer)
+		e := setup(t, d, func(req fakeopenai.Request) fakeopenai.Reply {
+			if r := typoFixer(req); len(r.ToolCalls) == 1 && r.ToolCalls[0].Name == "report" && !called(steps(req), "report") {
+				// It first says done without a word on the draft.
+				return call("report", `{"state":"done","summary":"Fixed the README typo in a draft pull request; verified with ./test.sh, which passes."}`)
+			}
+			return typoFixer(req)
+		})
 		tk, _ := e.request(t, "@superagent please fix the typo in the README")
 		e.run(t, tk.ID)
 		ctx := context.Background()
@@ -58,18 +66,31 @@ func TestTypoFixBecomesADraftPullRequest(t *testing.T) {
 
 		got, err := e.store.Ticket(ctx, d, tk.ID)
 		require.NoError(t, err)
-		require.Equal(t, tickets.TicketDone, got.State)
+		require.Equal(t, tickets.TicketInReview, got.State, "an open pull request is not the end of the work")
 		require.Equal(t, prs[0].Number, got.PullNumber)
+		reportCalls := e.modelCalls("report")
+		require.Len(t, reportCalls, 2)
+		require.Equal(t, fmt.Sprintf("refused: %s#%d is still a draft: mark it ready for review (pr_update ready) once it meets the Delivery requirements, "+
+			"or report done with human_action saying what is left for a person", repo, got.PullNumber), reportCalls[0].result)
+		require.True(t, strings.HasPrefix(reportCalls[1].result, fmt.Sprintf("reported done; the Ticket is in review while %s#%d is open", repo, got.PullNumber)),
+			reportCalls[1].result)
 		reports, err := e.store.Reports(ctx, d, tk.ID)
 		require.NoError(t, err)
 		require.Equal(t, tickets.ReportDone, reports[len(reports)-1].State)
+		require.Contains(t, reports[len(reports)-1].HumanAction, "mark it ready")
 		require.Contains(t, reports[len(reports)-1].Summary, "verified with ./test.sh")
 		require.Regexp(t, `Usage: [0-9]+ tokens .* over [0-9]+ model requests in 1 Sessions; cost [0-9]+\.[0-9]{4}\.$`, reports[len(reports)-1].Summary,
 			"the final report states the Ticket's token use and cost")
+		// The cost is the Ticket's when it reported: in review, its Session
+		// went on to end its turn.
 		totals, err := e.x.Sessions().Store().TicketTotals(ctx, d, tk.ID)
 		require.NoError(t, err)
 		require.Positive(t, totals.Usage.Cost)
-		require.Contains(t, reports[len(reports)-1].Summary, fmt.Sprintf("cost %.4f.", totals.Usage.Cost))
+		var reported float64
+		_, err = fmt.Sscanf(reports[len(reports)-1].Summary[strings.LastIndex(reports[len(reports)-1].Summary, "cost ")+5:], "%f", &reported)
+		require.NoError(t, err)
+		require.Positive(t, reported)
+		require.LessOrEqual(t, reported, totals.Usage.Cost)
 
 		// The test ran in the sandbox and the model saw it pass.
 		var ran bool
@@ -100,12 +121,33 @@ func TestTypoFixBecomesADraftPullRequest(t *testing.T) {
 		require.Equal(t, 1.0, metrictest.Value(t, e.reg, "superagent_executor_tool_calls_total", "tool", "pr_open", "result", "ok"))
 		require.Equal(t, 2.0, metrictest.Value(t, e.reg, "superagent_executor_tool_calls_total", "tool", "reply", "result", "ok"))
 
-		// The workspace of a done Ticket is removed.
-		_, err = os.Stat(filepath.Join(e.dataDir, "workspaces", "ticket-"+strconv.FormatInt(tk.ID, 10)))
-		require.True(t, os.IsNotExist(err), "workspace removed: %v", err)
-
 		// The AGENTS.md of the repository was part of the prompt.
 		require.Contains(t, e.model.Last().System(), "Run ./test.sh before committing.")
+
+		// In review, the workspace stays and the pull request's cards reach
+		// the Ticket.
+		ws := filepath.Join(e.dataDir, "workspaces", "ticket-"+strconv.FormatInt(tk.ID, 10))
+		require.DirExists(t, ws)
+		require.Equal(t, 1, strings.Count(e.logs.String(), "msg=\"ticket in review\""), e.logs.String())
+		c := e.admit(t, got.PullNumber, "carol", "Looks good to me.")
+		require.Equal(t, tickets.CardFollowUp, c.State)
+		require.Equal(t, tk.ID, c.TicketID)
+
+		// A person marks it ready and merges it: the Ticket is done, with a
+		// short final Report, and the next job removes the workspace.
+		e.gh.ReadyForReview(t, repo, got.PullNumber)
+		e.gh.MergeAs(t, repo, got.PullNumber)
+		merged := e.pullEnded(t, got.PullNumber, true, "carol")
+		got, err = e.store.Ticket(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.Equal(t, tickets.TicketDone, got.State)
+		reports, err = e.store.Reports(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("Pull request %s#%d was merged by carol; the Ticket is done.", repo, got.PullNumber), reports[len(reports)-1].Summary)
+		e.run(t, tk.ID)
+		_, err = os.Stat(ws)
+		require.True(t, os.IsNotExist(err), "workspace removed: %v", err)
+		require.Equal(t, tickets.DeliveryWithheld, e.delivery(t, tk.ID, merged.ID).State, "the merge ended the work; nothing was left to read")
 	})
 }
 

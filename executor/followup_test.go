@@ -11,8 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/superagent-dev/superagent/internal/db"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -171,20 +173,26 @@ func (e *env) review(t *testing.T, pr int, login, state, body string) (int64, ti
 		Text: strings.ToLower(state) + ": " + body, URL: fmt.Sprintf("https://github.com/%s/pull/%d#pullrequestreview-%d", repo, pr, id)})
 }
 
-// checkFailure adds a failed check run with log on the pull request's head
-// and admits its card; url renders the card's link from the run's id.
-func (e *env) checkFailure(t *testing.T, pr int, name, log string, url func(id int64) string) (int64, tickets.Card) {
+// checkFailure adds a failed GitHub Actions workflow run "CI" on the pull
+// request's head — job name failing at its step "Run ./check.sh" with log,
+// beside a lint job that passed — and admits its card as ingestion makes
+// it from the workflow_run event, linking the run's page (or, with job,
+// the failed job's page).
+func (e *env) checkFailure(t *testing.T, pr int, name, log string, job bool) (fakegithub.WorkflowRun, tickets.Card) {
 	t.Helper()
-	id := e.gh.AddCheckRun(repo, e.pull(t, pr).HeadSHA, fakegithub.CheckRunSpec{Name: name, Conclusion: "failure", Log: log})
+	p := e.pull(t, pr)
+	run := e.gh.AddWorkflowRun(repo, p.HeadSHA, fakegithub.WorkflowRunSpec{Name: "CI", HeadBranch: p.Head, Jobs: []fakegithub.JobSpec{
+		{Name: "lint", Conclusion: "success", Steps: []fakegithub.StepSpec{{Name: "Set up job", Conclusion: "success"}}, Log: "lint: ok\n"},
+		{Name: name, Conclusion: "failure", Steps: []fakegithub.StepSpec{{Name: "Set up job", Conclusion: "success"},
+			{Name: "Run ./check.sh", Conclusion: "failure"}, {Name: "Complete job", Conclusion: "success"}}, Log: log},
+	}})
+	url := run.HTMLURL
+	if job {
+		url += "/job/" + strconv.FormatInt(run.JobIDs[1], 10)
+	}
 	c := e.admitCard(t, tickets.NewCard{Source: tickets.SourceGitHub, Kind: "check_failure", Thread: pullThread(pr),
-		Author: author("github-actions[bot]"), Text: "Check " + name + " failed on the head commit.", URL: url(id)})
-	return id, c
-}
-
-func runURL(id int64) string { return fmt.Sprintf("https://github.com/%s/runs/%d", repo, id) }
-
-func jobURL(id int64) string {
-	return fmt.Sprintf("https://github.com/%s/actions/runs/%d/job/%d", repo, id+1000, id)
+		Author: tickets.Author{Login: "github-actions", Type: tickets.AuthorBot}, Text: "CI: failure\nFix a typo in the README", URL: url})
+	return run, c
 }
 
 // delivery is how card reached the Ticket's Executor.
@@ -212,10 +220,44 @@ func (e *env) modelInput() string {
 }
 
 // modelCalls lists the calls of name the model made, with their results,
-// in the last request (the whole conversation).
+// in order, as the Sessions' transcripts hold them: a call that ended the
+// Ticket has its result there though the model never read it.
 func (e *env) modelCalls(name string) []step {
+	rows, err := e.d.Query(context.Background(), `SELECT role, content, tool_calls, tool_call_id FROM session_messages ORDER BY session_id, seq`)
+	if err != nil {
+		panic(err)
+	}
+	defer rows.Close()
+	var all []step
+	byID := map[string]int{}
+	for rows.Next() {
+		var role, content, calls, callID string
+		if err := rows.Scan(&role, &content, &calls, &callID); err != nil {
+			panic(err)
+		}
+		var tcs []struct {
+			ID        string `json:"id"`
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		}
+		if calls != "" {
+			if err := json.Unmarshal([]byte(calls), &tcs); err != nil {
+				panic(err)
+			}
+		}
+		for _, c := range tcs {
+			byID[c.ID] = len(all)
+			all = append(all, step{name: c.Name, args: c.Arguments})
+		}
+		if i, ok := byID[callID]; ok && role == "tool" {
+			all[i].result = content
+		}
+	}
+	if err := rows.Err(); err != nil {
+		panic(err)
+	}
 	var out []step
-	for _, s := range steps(e.model.Last()) {
+	for _, s := range all {
 		if s.name == name {
 			out = append(out, s)
 		}
@@ -259,4 +301,41 @@ func saveSettings(t *testing.T, e *env, sections string) {
 	_, err = e.prompts.SaveJSON(ctx, []byte(`{"base_revision": `+strconv.FormatInt(head, 10)+`, "sections": `+sections+`}`),
 		promptparts.SaveMeta{Origin: promptparts.OriginPanel, Actor: "admin"})
 	require.NoError(t, err)
+}
+
+// called reports whether any of ss calls name, whatever the outcome.
+func called(ss []step, name string) bool {
+	for _, s := range ss {
+		if s.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// pullEnded admits the card ingestion makes when login merges (or closes)
+// pull request pr, through the host's hook that ends the pull request's
+// Ticket (jobs.Waker.PullEnded), as the main Session's CardAdmitted does.
+func (e *env) pullEnded(t *testing.T, pr int, merged bool, login string) tickets.Card {
+	t.Helper()
+	kind := tickets.KindPullClosed
+	if merged {
+		kind = tickets.KindPullMerged
+	}
+	ctx := context.Background()
+	deliverySeq.Lock()
+	deliverySeq.n++
+	n := deliverySeq.n
+	deliverySeq.Unlock()
+	var out tickets.Card
+	require.NoError(t, e.d.InTx(ctx, func(tx *db.Tx) (err error) {
+		out, err = e.store.Admit(ctx, tx, tickets.NewCard{DeliveryID: seed.Delivery(t, tx, "end"+strconv.Itoa(n)), Source: tickets.SourceGitHub,
+			Kind: kind, Thread: pullThread(pr), Author: author(login), URL: fmt.Sprintf("https://github.com/%s/pull/%d", repo, pr)}, 0,
+			tickets.HookFunc(func(ctx context.Context, tx *db.Tx, c tickets.Card) error {
+				_, err := e.wake.PullEnded(ctx, tx, c)
+				return err
+			}))
+		return err
+	}))
+	return out
 }

@@ -70,11 +70,11 @@ func (e *Executor) remote(ctx context.Context, repo string) (workspace.Remote, e
 
 // prepare makes the Ticket's workspace ready on its branch.
 func (e *Executor) prepare(ctx context.Context, t tickets.Ticket) (*workspace.Workspace, error) {
-	r, err := e.remote(ctx, t.Repo)
+	r, err := e.workRemote(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("preparing the workspace of ticket %d: %w", t.ID, err)
 	}
-	ws, err := e.deps.Workspaces.Prepare(ctx, t.ID, r, e.branch(t.ID))
+	ws, err := e.deps.Workspaces.Prepare(ctx, t.ID, r, e.workBranch(t))
 	if err != nil {
 		return nil, fmt.Errorf("preparing the workspace of ticket %d: %w", t.ID, err)
 	}

@@ -149,14 +149,20 @@ func (e *env) executor(t *testing.T) *executor.Executor {
 // the main Session would, and returns the Ticket and its card.
 func (e *env) request(t *testing.T, text string) (tickets.Ticket, tickets.Card) {
 	t.Helper()
-	ctx := context.Background()
 	e.gh.AddIssue(repo, 1, "Typo in the README", "The README says projetc.", "alice")
 	c := e.admit(t, 1, "alice", text)
+	return e.ticketOf(t, c, "Fix the README typo"), c
+}
+
+// ticketOf makes card c a Ticket in repo, as the main Session would.
+func (e *env) ticketOf(t *testing.T, c tickets.Card, title string) tickets.Ticket {
+	t.Helper()
+	ctx := context.Background()
 	var tk tickets.Ticket
 	require.NoError(t, e.d.InTx(ctx, func(tx *db.Tx) error {
 		author := c.Author
 		var err error
-		tk, err = e.store.CreateTicket(ctx, tx, tickets.Ticket{Title: "Fix the README typo", Repo: repo, SourceCardID: c.ID,
+		tk, err = e.store.CreateTicket(ctx, tx, tickets.Ticket{Title: title, Repo: repo, SourceCardID: c.ID,
 			Mandate: tickets.Mandate{RequestedBy: &author, Source: "github", Repos: []string{repo}, Actions: []string{"reply", "branch", "pull_request"}}})
 		if err != nil {
 			return err
@@ -166,7 +172,7 @@ func (e *env) request(t *testing.T, text string) (tickets.Ticket, tickets.Card) 
 		}
 		return e.store.SetCardState(ctx, tx, c.ID, tickets.CardRouted, tk.ID)
 	}))
-	return tk, c
+	return tk
 }
 
 var deliverySeq struct {
@@ -287,8 +293,9 @@ func call(name, args string) fakeopenai.Reply {
 
 // typoFixer is the Executor's model for the README typo: it confirms,
 // reads, edits, tests, commits, pushes, opens a draft, answers and
-// reports, deciding each step from what is done so far, so that a
-// resumed conversation picks up where it stopped.
+// reports done with what is left for a person (the draft's review),
+// deciding each step from what is done so far, so that a resumed
+// conversation picks up where it stopped.
 func typoFixer(req fakeopenai.Request) fakeopenai.Reply {
 	ss := steps(req)
 	card := firstCard(req)
@@ -310,7 +317,8 @@ func typoFixer(req fakeopenai.Request) fakeopenai.Reply {
 	case countDone(ss, "reply") < 2:
 		return call("reply", `{"purpose":"result","in_reply_to":`+card+`,"text":"The fix is in a draft pull request; ./test.sh passes."}`)
 	case !done(ss, "report"):
-		return call("report", `{"state":"done","summary":"Fixed the README typo in a draft pull request; verified with ./test.sh, which passes."}`)
+		return call("report", `{"state":"done","summary":"Fixed the README typo in a draft pull request; verified with ./test.sh, which passes.",`+
+			`"human_action":"Please review the draft pull request and mark it ready if the wording suits you."}`)
 	}
 	return fakeopenai.Text("Done.")
 }

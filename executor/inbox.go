@@ -113,6 +113,9 @@ type verdict struct {
 // the rounds of an automated reviewer and the fix attempts after failed
 // checks (with the failing job's log excerpt).
 func (e *Executor) review(ctx context.Context, t tickets.Ticket, c tickets.InboxCard) (verdict, error) {
+	if c.Kind == "pr_opened" || c.Kind == "pr_edited" {
+		return e.duplicate(ctx, t, c.Card)
+	}
 	if t.PullNumber == 0 || !onPull(c.Card, t) {
 		return verdict{}, nil
 	}
@@ -123,6 +126,39 @@ func (e *Executor) review(ctx context.Context, t tickets.Ticket, c tickets.Inbox
 		return e.checkFailure(ctx, t, c.Card)
 	}
 	return verdict{}, nil
+}
+
+// duplicate tells the Executor of a person's pull request that references
+// an issue the Ticket works on ("fixes #12", a link): it may be doing the
+// Ticket's work. Whether to yield — close its own pull request with one
+// sentence pointing to theirs — stays the Executor's decision.
+func (e *Executor) duplicate(ctx context.Context, t tickets.Ticket, c tickets.Card) (verdict, error) {
+	if c.Source != tickets.SourceGitHub || c.Author.Type != tickets.AuthorUser || onPull(c, t) {
+		return verdict{}, nil
+	}
+	threads, err := e.deps.Tickets.TicketThreads(ctx, e.deps.DB, t.ID)
+	if err != nil {
+		return verdict{}, err
+	}
+	var issues []string
+	for _, r := range c.References {
+		for _, th := range threads {
+			if r.Number > 0 && th.Source == tickets.SourceGitHub && th.Number == r.Number && strings.EqualFold(th.Repo, r.Repo) &&
+				strings.EqualFold(r.Repo, c.Thread.Repo) {
+				issues = append(issues, "#"+strconv.Itoa(r.Number))
+			}
+		}
+	}
+	if len(issues) == 0 {
+		return verdict{}, nil
+	}
+	yield := "close your own pull request with one sentence pointing to theirs (pr_close)"
+	if t.PullNumber == 0 {
+		yield = "say so once, in one sentence, under the request (reply purpose yield) and report"
+	}
+	return verdict{extra: fmt.Sprintf("host: pull request %s#%d by %s references %s, which this Ticket works on: it may be doing this Ticket's work. "+
+		"Read it (github_read what=pull_request number=%d); if it does the same, yield: %s. Whether to yield is your decision.\n",
+		c.Thread.Repo, c.Thread.Number, c.Author.Login, strings.Join(issues, ", "), c.Thread.Number, yield)}, nil
 }
 
 // onPull reports whether a card is in the conversation of the Ticket's pull

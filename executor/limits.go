@@ -3,9 +3,6 @@ package executor
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,24 +54,19 @@ func (e *Executor) reviewRound(ctx context.Context, t tickets.Ticket, c tickets.
 		c.Author.Login, max(rounds, 1), e.cfg.MaxBotRounds)}, nil
 }
 
-// checkFailure gives a failed check the failing job's log excerpt and
+// checkFailure gives a failed check the failing jobs' log excerpts and
 // counts the fix attempts: the first commit that fails is the failure to
 // fix, each later commit that fails is a failed attempt, and when they are
 // used up the Executor must report blocked (git_push refuses). Jobs that
 // fail on one commit are one failure, not one attempt each.
 func (e *Executor) checkFailure(ctx context.Context, t tickets.Ticket, c tickets.Card) (verdict, error) {
-	failures, err := e.failedHead(ctx, t, c)
+	ci := e.ciFailure(ctx, t.Repo, c)
+	failures, err := e.failedHead(ctx, t, c, ci.head)
 	if err != nil {
 		return verdict{}, err
 	}
 	var b strings.Builder
-	if excerpt := e.logExcerpt(ctx, t.Repo, c.URL); excerpt != "" {
-		fence := "```"
-		for strings.Contains(excerpt, fence) {
-			fence += "`"
-		}
-		fmt.Fprintf(&b, "host: the failing job's log ends with (outside data):\n%s\n%s\n%s\n", fence, excerpt, fence)
-	}
+	b.WriteString(ci.text)
 	used := failures - 1
 	if used >= e.cfg.MaxFixAttempts {
 		fmt.Fprintf(&b, "host: this is failure %d; the %d fix attempts are used up. Do not push again: report blocked with what failed and what you tried.\n",
@@ -89,16 +81,19 @@ func (e *Executor) checkFailure(ctx context.Context, t tickets.Ticket, c tickets
 // request that failed a check.
 func failedHeadPrefix(number int) string { return "check_failed:" + strconv.Itoa(number) + ":" }
 
-// failedHead records that a check failed on the pull request's head (the
-// commit the failure is delivered on) and returns how many of its commits
-// have failed. When the head cannot be read the card stands for its
-// commit, so a failure is never lost.
-func (e *Executor) failedHead(ctx context.Context, t tickets.Ticket, c tickets.Card) (int, error) {
-	head := "card-" + strconv.FormatInt(c.ID, 10)
-	if _, pr, err := e.pull(ctx, t); err != nil {
-		e.cfg.Logger.Warn("reading the head of a failed pull request", "ticket", t.ID, "error", e.deps.Scrubber.Scrub(err.Error()))
-	} else if sha := pr.GetHead().GetSHA(); sha != "" {
-		head = sha
+// failedHead records that a check failed on commit head (the commit the
+// failed jobs ran on; when unknown, the pull request's head as the failure
+// is delivered) and returns how many of the pull request's commits have
+// failed. When no commit can be read the card stands for its commit, so a
+// failure is never lost.
+func (e *Executor) failedHead(ctx context.Context, t tickets.Ticket, c tickets.Card, head string) (int, error) {
+	if head == "" {
+		head = "card-" + strconv.FormatInt(c.ID, 10)
+		if _, pr, err := e.pull(ctx, t); err != nil {
+			e.cfg.Logger.Warn("reading the head of a failed pull request", "ticket", t.ID, "error", e.deps.Scrubber.Scrub(err.Error()))
+		} else if sha := pr.GetHead().GetSHA(); sha != "" {
+			head = sha
+		}
 	}
 	if _, err := e.bump(ctx, e.deps.DB, t.ID, failedHeadPrefix(t.PullNumber)+head); err != nil {
 		return 0, err
@@ -128,49 +123,4 @@ func (e *Executor) fixAttemptsUsedUp(ctx context.Context, t tickets.Ticket) (boo
 		return false, err
 	}
 	return n-1 >= e.cfg.MaxFixAttempts, nil
-}
-
-var jobURL = regexp.MustCompile(`/(?:job|runs)/([0-9]+)`)
-
-// maxExcerpt is how much of a failing job's log the Executor is shown.
-const maxExcerpt = 6000
-
-// logExcerpt reads the end of the failing job's log, or "" when there is
-// none to read. A failure to read it is said in the excerpt, not fatal.
-func (e *Executor) logExcerpt(ctx context.Context, repo, url string) string {
-	m := jobURL.FindAllStringSubmatch(url, -1)
-	if len(m) == 0 || e.deps.GitHub == nil {
-		return ""
-	}
-	id, _ := strconv.ParseInt(m[len(m)-1][1], 10, 64)
-	gh, err := e.installationClient(ctx, repo)
-	if err != nil {
-		return "(log unavailable: " + err.Error() + ")"
-	}
-	owner, name, _ := strings.Cut(repo, "/")
-	u, _, err := gh.Actions.GetWorkflowJobLogs(ctx, owner, name, id, 3)
-	if err != nil {
-		return "(log unavailable: " + e.deps.Scrubber.Scrub(err.Error()) + ")"
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return "(log unavailable: " + err.Error() + ")"
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "(log unavailable: " + e.deps.Scrubber.Scrub(err.Error()) + ")"
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "(log unavailable: " + resp.Status + ")"
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return "(log unavailable: " + err.Error() + ")"
-	}
-	text := string(body)
-	if len(text) > maxExcerpt {
-		text = "…" + text[len(text)-maxExcerpt:]
-	}
-	return e.deps.Scrubber.Scrub(strings.TrimRight(text, "\n"))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -148,5 +149,28 @@ func (e *Executor) prMerge(ctx context.Context, call session.Call, _ noArgs) (st
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("merged %s#%d (%d changed lines, checks green, approving reviews: %d)", t.Repo, t.PullNumber, facts.ChangedLines, facts.Approvals), nil
+	if err := e.endWithPull(ctx, t, true); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("merged %s#%d (%d changed lines, checks green, approving reviews: %d); the Ticket is done",
+		t.Repo, t.PullNumber, facts.ChangedLines, facts.Approvals), nil
+}
+
+// endWithPull ends the Ticket once its Executor merged or closed the
+// Ticket's pull request itself: ingestion drops the App's own events, so
+// no card will say so.
+func (e *Executor) endWithPull(ctx context.Context, t tickets.Ticket, merged bool) error {
+	var ended bool
+	err := e.deps.DB.InTx(ctx, func(tx *db.Tx) (err error) {
+		ended, err = e.deps.Wake.EndWithPull(ctx, tx, t, merged, "the Ticket's Executor")
+		return err
+	})
+	if err != nil || !ended {
+		return err
+	}
+	if merged {
+		e.cfg.Logger.Info("pull request merged", "ticket", t.ID, "repo", t.Repo, "pr", t.PullNumber, "by", "executor")
+	}
+	e.cfg.Logger.Info("ticket ended", "ticket", t.ID, "repo", t.Repo, "pr", t.PullNumber, "merged", merged)
+	return nil
 }

@@ -58,7 +58,7 @@ func TestPersonsPullRequestMakesTheExecutorYield(t *testing.T) {
 		closes := e.modelCalls("pr_close")
 		require.Len(t, closes, 2)
 		require.Equal(t, "refused: the reason is 2 sentences; give one", closes[0].result)
-		require.Equal(t, "closed octo/hello#"+strconv.Itoa(pr)+", pointing to octo/hello#"+strconv.Itoa(number), closes[1].result)
+		require.Equal(t, "closed octo/hello#"+strconv.Itoa(pr)+", pointing to octo/hello#"+strconv.Itoa(number)+"; the Ticket has ended", closes[1].result)
 
 		mine := e.pull(t, pr)
 		require.Equal(t, "closed", mine.State)
@@ -116,7 +116,7 @@ func TestAutoMergeOnlyBelowTheThreshold(t *testing.T) {
 
 		merges = e.modelCalls("pr_merge")
 		require.Len(t, merges, 2)
-		require.Equal(t, "merged octo/hello#"+strconv.Itoa(pr)+" (2 changed lines, checks green, approving reviews: 1)", merges[1].result)
+		require.Equal(t, "merged octo/hello#"+strconv.Itoa(pr)+" (2 changed lines, checks green, approving reviews: 1); the Ticket is done", merges[1].result)
 		merged := e.pull(t, pr)
 		require.True(t, merged.Merged)
 		require.Equal(t, "closed", merged.State)

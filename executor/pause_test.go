@@ -79,7 +79,7 @@ func testPause(t *testing.T, d *db.DB, next string) {
 
 	got, err = e.store.Ticket(ctx, d, tk.ID)
 	require.NoError(t, err)
-	require.Equal(t, tickets.TicketDone, got.State)
+	require.Equal(t, tickets.TicketInReview, got.State)
 	prs := e.gh.PullRequests(repo)
 	require.Len(t, prs, 1)
 	require.Equal(t, prs[0].Number, got.PullNumber)

@@ -78,10 +78,10 @@ func TestProgressCommentIsEditedInPlaceAndTheCheckRunLinksTheTicket(t *testing.T
 		require.Equal(t, 1, e.gh.Count("POST", "/repos/"+repo+"/issues/1/comments")-2, "posted once; the confirmation and the result are the other two")
 		states := progressStates(t, e, tk.ID)
 		require.Equal(t, tickets.TicketWorking, states[0], "first posted when the work starts")
-		require.Equal(t, tickets.TicketDone, states[len(states)-1], "last edited when it is done")
+		require.Equal(t, tickets.TicketInReview, states[len(states)-1], "last edited when it is in review")
 		require.Equal(t, len(states)-1, pc.Edits, "every later state is an edit of the same comment")
 		require.Contains(t, pc.Body, "This is by an automated agent, not a human")
-		require.Contains(t, pc.Body, "is **done**")
+		require.Contains(t, pc.Body, "is **in review**")
 		require.Contains(t, pc.Body, "- [x] `git_push`")
 		require.Contains(t, pc.Body, "[Watch and steer this Ticket]("+publicURL+"/admin/tickets/"+itoa(tk.ID)+")")
 
@@ -94,7 +94,7 @@ func TestProgressCommentIsEditedInPlaceAndTheCheckRunLinksTheTicket(t *testing.T
 		require.Equal(t, prs[0].HeadSHA, run.HeadSHA, "on the pull request's head")
 		require.Equal(t, publicURL+"/admin/tickets/"+itoa(tk.ID), run.DetailsURL)
 		require.Equal(t, "completed", run.Status, "completed at the Session's end")
-		require.Equal(t, "success", run.Conclusion, "the Ticket is done")
+		require.Equal(t, "success", run.Conclusion, "the work is delivered")
 		require.Contains(t, run.Summary, "Latest report (done)")
 
 		// Another job with nothing new writes nothing.
@@ -148,7 +148,7 @@ func TestCrashWhilePostingTheProgressCommentPostsItOnce(t *testing.T) {
 		require.NoError(t, err)
 		pcs := progressComments(e, tk.ID)
 		require.Len(t, pcs, 1, "the restarted process found the comment and edited it")
-		require.Contains(t, pcs[0].Body, "is **done**")
+		require.Contains(t, pcs[0].Body, "is **in review**")
 		require.Positive(t, pcs[0].Edits)
 	})
 }
@@ -208,25 +208,8 @@ func TestContinueAfterALimitStartsANewSessionWithAHandoff(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		// The continued Session reads the handoff and goes on from the
 		// edit the first one made before its limit.
-		e := withProgress(t, d, func(req fakeopenai.Request) fakeopenai.Reply {
-			if !strings.Contains(req.Text(), "asked to continue") {
-				return typoFixer(req)
-			}
-			ss := steps(req)
-			switch {
-			case len(ss) == 0:
-				// It may have committed before its limit: "nothing to
-				// commit" is fine.
-				return call("git_commit", `{"message":"Fix a typo in the README"}`)
-			case !done(ss, "git_push"):
-				return call("git_push", `{}`)
-			case !done(ss, "pr_open"):
-				return call("pr_open", `{"title":"Fix a typo in the README","body":"Fixes the misspelled word."}`)
-			case !done(ss, "report"):
-				return call("report", `{"state":"done","summary":"Fixed the README typo in a draft pull request after the continue; verified with ./test.sh, which passes."}`)
-			}
-			return fakeopenai.Text("Done.")
-		}, func(e *env) { e.session.MaxSteps = 4 })
+		e := withProgress(t, d, resumer(`{"state":"done","summary":"Fixed the README typo in a draft pull request after the continue; verified with ./test.sh, which passes.",`+
+			`"human_action":"Please review the draft pull request."}`), func(e *env) { e.session.MaxSteps = 4 })
 		tk, _ := e.request(t, "@superagent please fix the typo in the README")
 		e.run(t, tk.ID)
 		got, err := e.store.Ticket(context.Background(), d, tk.ID)
@@ -257,7 +240,7 @@ func TestContinueAfterALimitStartsANewSessionWithAHandoff(t *testing.T) {
 		require.Contains(t, msgs[0].Content, "please fix the typo", "the assignment travels with the handoff")
 		got, err = e.store.Ticket(context.Background(), d, tk.ID)
 		require.NoError(t, err)
-		require.Equal(t, tickets.TicketDone, got.State, e.transcript(t))
+		require.Equal(t, tickets.TicketInReview, got.State, e.transcript(t))
 		require.Nil(t, got.Continue, "the request was taken")
 		require.Len(t, e.gh.PullRequests(repo), 1, "the new Session finished the work on the same branch")
 	})

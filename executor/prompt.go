@@ -61,11 +61,15 @@ func (e *Executor) environment(t tickets.Ticket) []promptparts.Var {
 	add("Origin", t.Origin)
 	add("Repository", t.Repo)
 	if t.Repo != "" {
-		add("Branch", e.branch(t.ID))
+		add("Branch", e.workBranch(t))
 		add("Workspace", "a clone of "+t.Repo+" at "+workspaceMount+" (commands run there, isolated, without network unless configured)")
 	}
 	if t.PullNumber > 0 {
-		add("Pull request", t.Repo+"#"+strconv.Itoa(t.PullNumber))
+		pr := t.Repo + "#" + strconv.Itoa(t.PullNumber)
+		if e.onTheirs(t) {
+			pr += " (a person's: push to its branch; only they mark it ready, close or merge it)"
+		}
+		add("Pull request", pr)
 	}
 	mandate, _ := json.Marshal(t.Mandate)
 	add("Mandate", string(mandate))

@@ -63,7 +63,10 @@ func (e *Executor) pull(ctx context.Context, t tickets.Ticket) (*github.Client, 
 }
 
 // ownPull reads the Ticket and its pull request for a tool that changes
-// the pull request: the Mandate must allow pull requests in its repository.
+// the pull request: the Mandate must allow pull requests in its
+// repository, and the pull request must be the one the Ticket opened — a
+// person's pull request the Ticket works on is theirs to edit, close and
+// merge.
 func (e *Executor) ownPull(ctx context.Context, ticketID int64) (tickets.Ticket, *github.Client, *github.PullRequest, error) {
 	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, ticketID)
 	if err != nil {
@@ -73,12 +76,25 @@ func (e *Executor) ownPull(ctx context.Context, ticketID int64) (tickets.Ticket,
 		return t, nil, nil, session.Refuse("%s", err)
 	}
 	gh, pr, err := e.pull(ctx, t)
+	if err == nil && !e.isOwn(t, pr) {
+		err = session.Refuse("%s#%d is %s's pull request: only they change, close or merge it; the Ticket pushes to its branch",
+			t.Repo, t.PullNumber, pr.GetUser().GetLogin())
+	}
 	return t, gh, pr, err
+}
+
+// isOwn reports whether pr is the pull request the Ticket opened: its head
+// is the Ticket's own branch in the Ticket's repository.
+func (e *Executor) isOwn(t tickets.Ticket, pr *github.PullRequest) bool {
+	head := pr.GetHead()
+	repo := head.GetRepo().GetFullName()
+	return head.GetRef() == e.branch(t.ID) && (repo == "" || strings.EqualFold(repo, t.Repo))
 }
 
 type prOpenArgs struct {
 	Title string `json:"title"`
 	Body  string `json:"body" jsonschema_description:"what changed, why, how it was verified, what is unfinished"`
+	Base  string `json:"base,omitempty" jsonschema_description:"the branch to merge into; default the repository's default branch (a person's branch, to offer a pull request onto theirs)"`
 }
 
 func (e *Executor) checkPROpen(ctx context.Context, call session.Call, _ prOpenArgs) error {
@@ -113,12 +129,16 @@ func (e *Executor) prOpen(ctx context.Context, call session.Call, a prOpenArgs) 
 	}
 	o := tickets.Outgoing{Key: key, TicketID: t.ID, Source: tickets.SourceGitHub, Kind: "pull_request", Target: t.Repo + "@" + branch, Body: a.Title}
 	ref, err := e.write(ctx, o, func(ctx context.Context) (string, error) {
-		r, _, err := gh.Repositories.Get(ctx, owner, name)
-		if err != nil {
-			return "", fmt.Errorf("reading %s: %w", t.Repo, err)
+		base := strings.TrimSpace(a.Base)
+		if base == "" {
+			r, _, err := gh.Repositories.Get(ctx, owner, name)
+			if err != nil {
+				return "", fmt.Errorf("reading %s: %w", t.Repo, err)
+			}
+			base = r.GetDefaultBranch()
 		}
 		pr, _, err := gh.PullRequests.Create(ctx, owner, name, &github.NewPullRequest{
-			Title: github.String(a.Title), Head: github.String(branch), Base: github.String(r.GetDefaultBranch()),
+			Title: github.String(a.Title), Head: github.String(branch), Base: github.String(base),
 			Body: github.String(body), Draft: github.Bool(true),
 		})
 		if err != nil {
@@ -207,8 +227,8 @@ func (e *Executor) prUpdate(ctx context.Context, call session.Call, a prUpdateAr
 	if err != nil {
 		return "", err
 	}
-	// The edit and the ready mark write without the outbox: check the
-	// hold here.
+	// Not an outbox write (an edit is idempotent), but a write all the
+	// same: none after a pause or a stop.
 	if err := held(t); err != nil {
 		return "", err
 	}
@@ -286,7 +306,10 @@ func (e *Executor) prClose(ctx context.Context, call session.Call, a prCloseArgs
 		}
 	}
 	e.cfg.Logger.Info("pull request closed", "ticket", t.ID, "session", call.SessionID, "repo", t.Repo, "pr", t.PullNumber, "pointer", pointer)
-	return fmt.Sprintf("closed %s#%d, pointing to %s", t.Repo, t.PullNumber, pointer), nil
+	if err := e.endWithPull(ctx, t, false); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("closed %s#%d, pointing to %s; the Ticket has ended", t.Repo, t.PullNumber, pointer), nil
 }
 
 // comment writes an issue or pull request comment once (key names it).

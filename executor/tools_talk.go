@@ -292,6 +292,19 @@ var ticketStates = map[string]string{
 }
 
 func (e *Executor) report(ctx context.Context, call session.Call, a reportArgs) (string, error) {
+	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID)
+	if err != nil {
+		return "", err
+	}
+	if t.Stop != nil {
+		return "", held(t)
+	}
+	next := ticketStates[a.State]
+	if a.State == tickets.ReportDone {
+		if next, err = e.doneState(ctx, t, a); err != nil {
+			return "", err
+		}
+	}
 	summary := strings.TrimSpace(a.Summary)
 	if a.State == tickets.ReportDone {
 		totals, err := e.sessions.Store().TicketTotals(ctx, e.deps.DB, call.TicketID)
@@ -306,23 +319,27 @@ func (e *Executor) report(ctx context.Context, call session.Call, a reportArgs) 
 		summary += fmt.Sprintf("\n\nUsage: %d tokens (input %d, cache reads %d, cache writes %d, output %d) over %d model requests in %d Sessions; %s.",
 			u.Total(), u.Input, u.CacheRead, u.CacheWrite, u.Output, totals.Requests, totals.Sessions, cost)
 	}
-	if t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, call.TicketID); err != nil {
-		return "", err
-	} else if t.Stop != nil {
-		return "", held(t)
-	}
 	r := tickets.Report{TicketID: call.TicketID, SessionID: call.SessionID, State: a.State, Summary: summary,
 		HumanAction: strings.TrimSpace(a.HumanAction)}
 	if a.Message != 0 {
 		r.Message = strconv.FormatInt(a.Message, 10)
 	}
-	err := e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
 		if _, err := e.deps.Wake.Report(ctx, tx, r); err != nil {
 			return err
 		}
-		err := e.deps.Tickets.SetTicketState(ctx, tx, call.TicketID, ticketStates[a.State])
+		before, err := e.deps.Tickets.Ticket(ctx, tx, call.TicketID)
+		if err != nil {
+			return err
+		}
+		err = e.deps.Tickets.SetTicketState(ctx, tx, call.TicketID, next)
 		if errors.Is(err, tickets.ErrPaused) {
 			return nil
+		}
+		if err == nil && next == tickets.TicketInReview && before.State != tickets.TicketInReview {
+			tx.AfterCommit(func() {
+				e.cfg.Logger.Info("ticket in review", "ticket", t.ID, "session", call.SessionID, "repo", t.Repo, "pr", t.PullNumber)
+			})
 		}
 		return err
 	})
@@ -331,10 +348,37 @@ func (e *Executor) report(ctx context.Context, call session.Call, a reportArgs) 
 	}
 	e.cfg.Logger.Info("report", "ticket", call.TicketID, "session", call.SessionID, "state", a.State)
 	e.showProgress(ctx, call.TicketID)
-	if a.State == tickets.ReportDone {
-		return "reported done; the Ticket is done. " + summary[len(strings.TrimSpace(a.Summary)):], nil
+	usage := summary[len(strings.TrimSpace(a.Summary)):]
+	switch {
+	case next == tickets.TicketInReview:
+		return fmt.Sprintf("reported done; the Ticket is in review while %s#%d is open: its reviews, checks and comments reach you "+
+			"until it is merged or closed, and then the Ticket ends.%s", t.Repo, t.PullNumber, usage), nil
+	case a.State == tickets.ReportDone:
+		return "reported done; the Ticket is done." + usage, nil
 	}
 	return "reported " + a.State, nil
+}
+
+// doneState is the state a done report moves the Ticket to: in review
+// while its pull request is open, else done. The host refuses done while
+// the Ticket's own pull request is still a draft, unless the report says,
+// in human_action, what is left for a person: a draft is unfinished work.
+func (e *Executor) doneState(ctx context.Context, t tickets.Ticket, a reportArgs) (string, error) {
+	if t.PullNumber == 0 {
+		return tickets.TicketDone, nil
+	}
+	_, pr, err := e.pull(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	if pr.GetState() != "open" {
+		return tickets.TicketDone, nil
+	}
+	if e.isOwn(t, pr) && pr.GetDraft() && strings.TrimSpace(a.HumanAction) == "" {
+		return "", session.Refuse("%s#%d is still a draft: mark it ready for review (pr_update ready) once it meets the Delivery requirements, "+
+			"or report done with human_action saying what is left for a person", t.Repo, t.PullNumber)
+	}
+	return tickets.TicketInReview, nil
 }
 
 type humanActionArgs struct {

@@ -200,12 +200,12 @@ func (e *Executor) gitPush(ctx context.Context, ws *workspace.Workspace, t ticke
 	if err != nil {
 		return "", err
 	}
-	branch := e.branch(t.ID)
+	branch := e.workBranch(t)
 	o := tickets.Outgoing{Key: fmt.Sprintf("push:ticket:%d:%s", t.ID, head), TicketID: t.ID, Source: tickets.SourceGitHub,
 		Kind: "push", Target: t.Repo + "@" + branch, Body: head}
 	// A push of the same commit again changes nothing: no find needed.
 	_, err = e.write(ctx, o, func(ctx context.Context) (string, error) {
-		r, err := e.remote(ctx, t.Repo)
+		r, err := e.workRemote(ctx, t)
 		if err != nil {
 			return "", err
 		}

@@ -62,7 +62,7 @@ func (e *Executor) SweepWorkspaces(ctx context.Context) (int, error) {
 			lookupErr = err
 			return true
 		}
-		return t.State != tickets.TicketDone && t.State != tickets.TicketCancelled
+		return !tickets.Ended(t.State)
 	})
 	if err == nil {
 		err = lookupErr
@@ -111,7 +111,7 @@ WHERE ticket_id = $1 AND holder = $2 AND lease_until < $3`, l.ticket, l.holder, 
 			if err != nil {
 				return err
 			}
-			if t.Pause != nil || t.Proposal || t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
+			if t.Pause != nil || t.Proposal || tickets.Ended(t.State) {
 				return nil
 			}
 			revived++

@@ -68,8 +68,12 @@ func (e *Executor) giveUp(ctx context.Context, ticketID int64, cause error) erro
 		if err := e.deps.Tickets.SetTicketState(ctx, tx, ticketID, tickets.TicketWaiting); err != nil && !errors.Is(err, tickets.ErrPaused) {
 			return err
 		}
+		// A person's retry runs it again.
+		if err := e.deps.Tickets.Fail(ctx, tx, ticketID, msg); err != nil {
+			return err
+		}
 		_, err := e.deps.Wake.Report(ctx, tx, tickets.Report{TicketID: ticketID, State: tickets.ReportBlocked,
-			Summary: fmt.Sprintf("The Executor failed %d times in a row and stopped: %s. A person must fix the cause; a new message in the Ticket's Threads starts it again.", maxAttempts, msg)})
+			Summary: fmt.Sprintf("The Executor failed %d times in a row and stopped: %s. A person must fix the cause, then retry it; a new message in the Ticket's Threads also starts it again.", maxAttempts, msg)})
 		return err
 	})
 }
@@ -118,12 +122,17 @@ func (e *Executor) execute(ctx context.Context, ticketID int64) error {
 		return err
 	}
 	switch {
-	case t.State == tickets.TicketDone || t.State == tickets.TicketCancelled:
+	case tickets.Ended(t.State):
 		return e.cleanUp(t.ID)
 	case t.Pause != nil || t.Proposal:
 		// A person holds it, or nobody has accepted it yet: the resume or
 		// the acceptance enqueues the Executor again.
 		return nil
+	}
+	// This job is now the Ticket's last: a failure recorded before is
+	// not its last job's any more.
+	if err := st.ClearFailure(ctx, e.deps.DB, t.ID); err != nil {
+		return err
 	}
 	sid, err := e.session(ctx, t.ID)
 	if err != nil {
@@ -174,19 +183,38 @@ func (e *Executor) work(ctx context.Context, t tickets.Ticket, sid int64, tools 
 		if t, err = st.Ticket(ctx, e.deps.DB, t.ID); err != nil {
 			return sid, "", err
 		}
-		if t.Pause != nil || t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
+		if t.Pause != nil || tickets.Ended(t.State) {
 			why := "ticket " + t.State
 			if t.Pause != nil {
 				why = "paused"
 			}
 			return sid, why, e.settle(ctx, t.ID, &session.Session{State: session.StateStopped, StateReason: "paused"})
 		}
-		n, err := e.deliver(ctx, t.ID, sid)
+		s, err := e.sessions.Store().Latest(ctx, e.deps.DB, sid)
 		if err != nil {
 			return sid, "", err
 		}
-		s, err := e.sessions.Store().Latest(ctx, e.deps.DB, sid)
-		if err != nil {
+		if s.State == session.StateStopped && !pausedReason(s.StateReason) {
+			// Stopped at a limit: a person's message continues the Ticket
+			// in a new Session; anything else waits in the inbox for
+			// that, rather than going to a Session that will not read it.
+			next, err := e.continueOnMessage(ctx, t, s.ID)
+			if err != nil {
+				return s.ID, "", err
+			}
+			if next != 0 {
+				sid = next
+				continue
+			}
+			if waiting, err := st.Inbox(ctx, e.deps.DB, t.ID, 1); err == nil && len(waiting) > 0 {
+				e.cfg.Logger.Info("cards wait for a stopped executor", "ticket", t.ID, "session", s.ID, "reason", s.StateReason)
+			}
+			return s.ID, cmp.Or(s.StateReason, string(s.State)), e.settle(ctx, t.ID, s)
+		}
+		if _, err := e.deliver(ctx, t.ID, sid); err != nil {
+			return sid, "", err
+		}
+		if s, err = e.sessions.Store().Latest(ctx, e.deps.DB, sid); err != nil {
 			return sid, "", err
 		}
 		if s.State == session.StateStopped && pausedReason(s.StateReason) {
@@ -196,9 +224,6 @@ func (e *Executor) work(ctx context.Context, t tickets.Ticket, sid int64, tools 
 				return s.ID, "", err
 			}
 		} else if s.State != session.StateActive {
-			if n > 0 {
-				e.cfg.Logger.Info("cards wait for a stopped executor", "ticket", t.ID, "session", s.ID, "reason", s.StateReason)
-			}
 			return s.ID, cmp.Or(s.StateReason, string(s.State)), e.settle(ctx, t.ID, s)
 		}
 		out, err := e.sessions.Run(ctx, s.ID, tools, opts)
@@ -221,6 +246,12 @@ func (e *Executor) work(ctx context.Context, t tickets.Ticket, sid int64, tools 
 // Ticket's last job ran on another machine, or the clone was removed) has
 // only what was pushed: the Session is told so before its next step.
 func (e *Executor) prepareFor(ctx context.Context, t tickets.Ticket, sid int64) error {
+	if t.Branch == "" {
+		var err error
+		if t, err = e.adoptPull(ctx, t, sid); err != nil {
+			return err
+		}
+	}
 	_, err := e.deps.Workspaces.Open(t.ID)
 	fresh := errors.Is(err, fs.ErrNotExist)
 	if _, err := e.prepare(ctx, t); err != nil {
@@ -235,7 +266,7 @@ func (e *Executor) prepareFor(ctx context.Context, t tickets.Ticket, sid int64) 
 	}
 	_, err = e.sessions.Append(ctx, e.deps.DB, sid, fmt.Sprintf("host: your workspace was cloned again from %s, branch %s: "+
 		"it holds what was pushed, and nothing that was only committed or changed locally before. Check git_status and git_diff before going on.",
-		t.Repo, e.branch(t.ID)))
+		t.Repo, e.workBranch(t)))
 	return err
 }
 
@@ -253,7 +284,7 @@ func (e *Executor) settle(ctx context.Context, ticketID int64, s *session.Sessio
 	if err != nil {
 		return err
 	}
-	if t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
+	if tickets.Ended(t.State) {
 		return e.cleanUp(ticketID)
 	}
 	if s.State != session.StateStopped || t.Pause != nil || pausedReason(s.StateReason) || strings.HasPrefix(s.StateReason, reportedReason) {

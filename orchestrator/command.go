@@ -12,12 +12,21 @@ import (
 	"github.com/superagent-dev/superagent/tickets"
 )
 
-// Commands people give the bot directly; the host applies them without the
-// model, so no prompt text can change who pauses or resumes.
+// Commands people give the bot directly (SPEC §14); the host applies them
+// without the model, so no prompt text can change who commands a Ticket.
 const (
 	CommandPause  = "pause"
 	CommandResume = "resume"
 	CommandAccept = outbox.ActionAccept
+	// CommandStop ends the Ticket at its Executor's next step
+	// (tickets.Store.Stop); it closes nothing.
+	CommandStop = "stop"
+	// CommandContinue starts a new Session of a Ticket a person stopped
+	// or whose Session stopped at a limit (tickets.Store.Continue).
+	CommandContinue = "continue"
+	// CommandRetry runs a Ticket whose last Executor job failed — it ran
+	// out of attempts and reported blocked — again (tickets.Store.Retry).
+	CommandRetry = "retry"
 )
 
 // Command is a person's command found in a card.
@@ -29,9 +38,10 @@ type Command struct {
 }
 
 // ParseCommand finds a command in an addressed card: a comment or message
-// whose first word after any @mentions is pause, resume or accept ("@bot
-// pause wrong approach"), or a Feishu card button whose value is
-// {"action": "pause", "ticket": 12}. It reports false for anything else.
+// whose first word after any @mentions is stop, pause, resume, continue,
+// retry or accept ("@bot pause wrong approach"), or a Feishu card button
+// whose value is {"action": "pause", "ticket": 12}. It reports false for
+// anything else.
 func ParseCommand(c tickets.Card) (Command, bool) {
 	if !c.Addressed {
 		return Command{}, false
@@ -66,33 +76,56 @@ func ParseCommand(c tickets.Card) (Command, bool) {
 	return Command{Name: name, Reason: strings.Join(words[1:], " ")}, true
 }
 
-func isCommand(s string) bool { return s == CommandPause || s == CommandResume || s == CommandAccept }
-
-// actor names a card's author in pause records.
-func actor(c tickets.Card) string {
-	if c.Author.Login != "" {
-		return c.Source + ":" + c.Author.Login
+func isCommand(s string) bool {
+	switch s {
+	case CommandPause, CommandResume, CommandAccept, CommandStop, CommandContinue, CommandRetry:
+		return true
 	}
-	return c.Source + ":" + c.Author.ID
+	return false
 }
 
-// applyCommand pauses, resumes or accepts the Tickets a person's command
-// names (a card button) or that follow the card's Thread. Only a person who
-// passes the gate commands: a bot, CI or anyone else is ignored here, and
-// their card flows on as an ordinary card.
+// MayCommand reports why the author of card c may not command Ticket t,
+// or nil when they may: a person who is the Ticket's requester, passes
+// the gate where the card was written (the GitHub permission on its
+// repository, the allowed Feishu chats and members), or is an admin.
+func (o *Orchestrator) MayCommand(t tickets.Ticket, c tickets.Card) error {
+	if c.Author.Type != tickets.AuthorUser {
+		return errors.New("only people command Tickets")
+	}
+	if tickets.IsRequester(t, c) || o.cfg.Gate.Admin(c) == nil {
+		return nil
+	}
+	if err := o.cfg.Gate.Author(c); err != nil {
+		return fmt.Errorf("%s is not the requester of ticket %d, nor an admin, and %w", tickets.Actor(c), t.ID, err)
+	}
+	return nil
+}
+
+// actor names a card's author in pause records.
+func actor(c tickets.Card) string { return tickets.Actor(c) }
+
+// applyCommand applies a person's command to the Tickets it names (a card
+// button) or that the card's Thread is followed by (stopped Tickets
+// included, so that they can be continued), inside the transaction that
+// admits the card. Only a person who may command a Ticket commands it: a
+// bot, CI or anyone else is ignored here, and their card flows on as an
+// ordinary card. A command card that commanded something is not work for
+// the main Session: a candidate is marked ignored with the reason, and a
+// stop's card stays with the Ticket it stopped.
 func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Card) error {
 	cmd, ok := ParseCommand(c)
-	if !ok || o.cfg.Gate.Author(c) != nil {
-		return nil //nolint:nilerr // someone the gate refuses commands nothing; the card flows on
+	if !ok {
+		return nil
 	}
 	st := o.deps.Tickets
 	ids := []int64{cmd.TicketID}
 	if cmd.TicketID == 0 {
 		var err error
-		if ids, err = st.Subscribers(ctx, tx, c.Thread.ID); err != nil {
+		if ids, err = st.CommandTargets(ctx, tx, c.Thread.ID); err != nil {
 			return err
 		}
 	}
+	var applied []string
 	for _, id := range ids {
 		t, err := st.Ticket(ctx, tx, id)
 		if errors.Is(err, tickets.ErrNotFound) {
@@ -101,54 +134,115 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 		if err != nil {
 			return err
 		}
-		switch cmd.Name {
-		case CommandPause:
-			if t.Pause != nil || t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
-				continue
-			}
-			if err := st.Pause(ctx, tx, id, actor(c), cmd.Reason); err != nil {
-				return err
-			}
-			if err := o.confirmPause(ctx, tx, t, &c, actor(c), cmd.Reason); err != nil {
-				return err
-			}
-			tx.AfterCommit(func() {
-				o.cfg.Logger.Info("ticket paused", "ticket", t.ID, "repo", t.Repo, "by", actor(c), "card", c.ID, "reason", cmd.Reason)
-			})
-		case CommandResume:
-			if t.Pause == nil {
-				continue
-			}
-			if err := st.Resume(ctx, tx, id, actor(c)); err != nil {
-				return err
-			}
-			if err := o.resumed(ctx, tx, t, &c, actor(c)); err != nil {
-				return err
-			}
-			tx.AfterCommit(func() {
-				o.cfg.Logger.Info("ticket resumed", "ticket", t.ID, "repo", t.Repo, "by", actor(c), "card", c.ID)
-			})
-		case CommandAccept:
-			accepted, err := st.AcceptProposal(ctx, tx, id)
-			if err != nil {
-				return err
-			}
-			if accepted {
-				if err := o.EnqueueExecutor(ctx, tx, id); err != nil {
-					return err
-				}
-				tx.AfterCommit(func() {
-					o.cfg.Logger.Info("proposal accepted", "ticket", t.ID, "repo", t.Repo, "by", actor(c), "card", c.ID)
-				})
-			}
+		if o.MayCommand(t, c) != nil {
+			continue
+		}
+		done, err := o.command(ctx, tx, cmd, t, c)
+		if err != nil {
+			return err
+		}
+		if done {
+			applied = append(applied, fmt.Sprintf("%s ticket %d", cmd.Name, id))
 		}
 	}
-	return nil
+	if len(applied) == 0 || c.State != tickets.CardCandidate {
+		return nil
+	}
+	if err := st.SetCardState(ctx, tx, c.ID, tickets.CardIgnored, 0); err != nil {
+		return err
+	}
+	return st.SetRoutingNote(ctx, tx, c.ID, "the host applied the person's command: "+strings.Join(applied, ", "))
+}
+
+// command applies one command to one Ticket and reports whether it
+// changed the Ticket; a command that does not apply (pausing a paused
+// Ticket, continuing one that runs) changes nothing and says nothing.
+func (o *Orchestrator) command(ctx context.Context, tx *db.Tx, cmd Command, t tickets.Ticket, c tickets.Card) (bool, error) {
+	st := o.deps.Tickets
+	by := actor(c)
+	log := func(msg string, args ...any) {
+		tx.AfterCommit(func() {
+			o.cfg.Logger.Info(msg, append([]any{"ticket", t.ID, "repo", t.Repo, "by", by, "card", c.ID}, args...)...)
+		})
+	}
+	switch cmd.Name {
+	case CommandPause:
+		if t.Pause != nil || tickets.Ended(t.State) {
+			return false, nil
+		}
+		if err := st.Pause(ctx, tx, t.ID, by, cmd.Reason); err != nil {
+			return false, err
+		}
+		log("ticket paused", "reason", cmd.Reason)
+		return true, o.confirmPause(ctx, tx, t, &c, by, cmd.Reason)
+	case CommandResume:
+		if t.Pause == nil {
+			return false, nil
+		}
+		if err := st.Resume(ctx, tx, t.ID, by); err != nil {
+			return false, err
+		}
+		log("ticket resumed")
+		return true, o.resumed(ctx, tx, t, &c, by)
+	case CommandAccept:
+		accepted, err := st.AcceptProposal(ctx, tx, t.ID)
+		if err != nil || !accepted {
+			return false, err
+		}
+		log("proposal accepted")
+		return true, o.EnqueueExecutor(ctx, tx, t.ID)
+	case CommandStop:
+		if t.Stop != nil || tickets.Ended(t.State) {
+			return false, nil
+		}
+		// The command is the stop itself, not work for the Ticket: it
+		// stays with the Ticket rather than going back to the main
+		// Session when the stop ends the Ticket.
+		if c.State == tickets.CardFollowUp {
+			if err := st.MarkDelivered(ctx, tx, t.ID, c.ID, 0, tickets.DeliveryWithheld, "the person's stop"); err != nil {
+				return false, err
+			}
+		}
+		if _, err := st.Stop(ctx, tx, t.ID, by, cmd.Reason); err != nil {
+			return false, err
+		}
+		log("ticket stopped", "reason", cmd.Reason)
+		return true, o.stopped(ctx, tx, t, &c, by, cmd.Reason)
+	case CommandContinue:
+		atLimit := false
+		if o.deps.AtLimit != nil {
+			var err error
+			if atLimit, err = o.deps.AtLimit(ctx, tx, t.ID); err != nil {
+				return false, err
+			}
+		}
+		err := st.Continue(ctx, tx, t.ID, by, atLimit)
+		if errors.Is(err, tickets.ErrNotStopped) || errors.Is(err, tickets.ErrEnded) || errors.Is(err, tickets.ErrPaused) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		log("ticket continued", "after_limit", atLimit)
+		return true, o.continued(ctx, tx, t, &c, by)
+	case CommandRetry:
+		err := st.Retry(ctx, tx, t.ID)
+		if errors.Is(err, tickets.ErrNotFailed) || errors.Is(err, tickets.ErrEnded) || errors.Is(err, tickets.ErrPaused) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		log("ticket retried")
+		return true, o.retried(ctx, tx, t, &c, by)
+	}
+	return false, nil
 }
 
 var (
 	_ tickets.PauseHook = (*Orchestrator)(nil)
 	_ tickets.StopHook  = (*Orchestrator)(nil)
+	_ tickets.RetryHook = (*Orchestrator)(nil)
 )
 
 // Stopped says once, in the Ticket's original conversation, that a person
@@ -156,24 +250,48 @@ var (
 // Session ends at its next step, and the job's end brings the Ticket's
 // progress on GitHub to its last state (tickets.StopHook).
 func (o *Orchestrator) Stopped(ctx context.Context, tx *db.Tx, t tickets.Ticket, by, reason string) error {
+	return o.stopped(ctx, tx, t, nil, by, reason)
+}
+
+// stopped wakes the stopped Ticket's Executor and says so once, under the
+// person's command card c or, without one, in the Ticket's original
+// conversation.
+func (o *Orchestrator) stopped(ctx context.Context, tx *db.Tx, t tickets.Ticket, c *tickets.Card, by, reason string) error {
 	text := fmt.Sprintf("Stopped ticket %d (%s) at %s's word", t.ID, oneLine(t.Title), by)
 	if reason = oneLine(reason); reason != "" {
 		text += ": " + reason
 	}
-	text += fmt.Sprintf(". Nothing more is written for it; \"@%s continue\" starts it again.", o.cfg.BotLogin)
+	text += fmt.Sprintf(". Nothing more is written for it, and nothing was closed; \"@%s continue\" starts it again.", o.cfg.BotLogin)
 	if err := o.EnqueueExecutor(ctx, tx, t.ID); err != nil {
 		return err
 	}
-	return o.confirm(ctx, tx, t, nil, "stop", text)
+	return o.confirm(ctx, tx, t, c, "stop", text)
 }
 
 // Continued wakes the Executor of a Ticket a person continued, which
 // starts its new Session, and confirms it (tickets.StopHook).
 func (o *Orchestrator) Continued(ctx context.Context, tx *db.Tx, t tickets.Ticket, by string) error {
+	return o.continued(ctx, tx, t, nil, by)
+}
+
+func (o *Orchestrator) continued(ctx context.Context, tx *db.Tx, t tickets.Ticket, c *tickets.Card, by string) error {
 	if err := o.EnqueueExecutor(ctx, tx, t.ID); err != nil {
 		return err
 	}
-	return o.confirm(ctx, tx, t, nil, "continue", fmt.Sprintf("Continuing ticket %d (%s) at %s's word, in a new Session that picks up where the last one stopped.", t.ID, oneLine(t.Title), by))
+	return o.confirm(ctx, tx, t, c, "continue", fmt.Sprintf("Continuing ticket %d (%s) at %s's word, in a new Session that picks up where the last one stopped.", t.ID, oneLine(t.Title), by))
+}
+
+// Retried wakes the Executor of a Ticket a person retried from the panel
+// or the API and confirms it (tickets.RetryHook).
+func (o *Orchestrator) Retried(ctx context.Context, tx *db.Tx, t tickets.Ticket, by string) error {
+	return o.retried(ctx, tx, t, nil, by)
+}
+
+func (o *Orchestrator) retried(ctx context.Context, tx *db.Tx, t tickets.Ticket, c *tickets.Card, by string) error {
+	if err := o.EnqueueExecutor(ctx, tx, t.ID); err != nil {
+		return err
+	}
+	return o.confirm(ctx, tx, t, c, "retry", fmt.Sprintf("Retrying ticket %d (%s) at %s's word: its last job failed, and a new one goes on where its Session stopped.", t.ID, oneLine(t.Title), by))
 }
 
 // Paused confirms a pause from the panel or the API in the Ticket's

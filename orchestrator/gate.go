@@ -154,7 +154,7 @@ func Attach(c tickets.Card, reference string, f TicketFacts) error {
 	if ref == "" {
 		return fmt.Errorf("attach needs the explicit reference that ties card %d to ticket %d", c.ID, f.Ticket.ID)
 	}
-	if f.Ticket.State == tickets.TicketDone || f.Ticket.State == tickets.TicketCancelled {
+	if tickets.Ended(f.Ticket.State) {
 		return fmt.Errorf("ticket %d has ended", f.Ticket.ID)
 	}
 	if !cardReferences(c, ref) {

@@ -48,6 +48,8 @@ type env struct {
 	ghc     *githubapp.Client
 	fsc     *feishu.Client
 	seq     atomic.Int64
+	// deps, when set, adjusts the orchestrator's Deps.
+	deps func(*orchestrator.Deps)
 }
 
 const installation = 7
@@ -96,9 +98,13 @@ func (e *env) orchestrator(t *testing.T) *orchestrator.Orchestrator {
 	cfg := e.cfg
 	e.reg = prometheus.NewRegistry()
 	cfg.Registerer = e.reg
-	o, err := orchestrator.New(cfg, orchestrator.Deps{DB: e.d, Queue: e.q, Tickets: e.store, Sessions: rt, Prompts: e.prompts,
+	deps := orchestrator.Deps{DB: e.d, Queue: e.q, Tickets: e.store, Sessions: rt, Prompts: e.prompts,
 		Acks:        &outbox.Messenger{DB: e.d, GitHub: e.ghc, Feishu: e.fsc, Prompts: e.prompts},
-		Permissions: &githubapp.PermissionCache{DB: e.d, Client: e.ghc}})
+		Permissions: &githubapp.PermissionCache{DB: e.d, Client: e.ghc}}
+	if e.deps != nil {
+		e.deps(&deps)
+	}
+	o, err := orchestrator.New(cfg, deps)
 	require.NoError(t, err)
 	return o
 }

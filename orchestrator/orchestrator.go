@@ -73,6 +73,10 @@ type Deps struct {
 	// outbox.Messenger). Default: none are sent (they stay recorded as
 	// pending intents).
 	Acks outbox.Sender
+	// AtLimit tells whether a Ticket's latest Executor Session stopped at
+	// a limit, so that "continue" applies to it (the Executor's
+	// StoppedAtLimit). Default: never; only a stopped Ticket continues.
+	AtLimit tickets.LimitCheck
 	// Permissions reads a person's permission on a repository (a
 	// githubapp.PermissionCache), for the gate on a Ticket's target
 	// repository. Nil: a request may open work only in its own repository.
@@ -167,12 +171,25 @@ func (o *Orchestrator) Register(q *queue.Queue) {
 var _ tickets.Hook = (*Orchestrator)(nil)
 
 // CardAdmitted is the tickets.Hook ingestion calls inside the transaction
-// that stores each card: a person's pause, resume or accept command is
-// applied at once, a follow-up wakes the Executors of the Tickets it
-// reached, and a candidate or follow-up schedules a turn.
+// that stores each card: a person's command is applied at once, a merged
+// or closed pull request ends its Ticket, a follow-up wakes the Executors
+// of the Tickets it reached, and a candidate or follow-up schedules a
+// turn.
 func (o *Orchestrator) CardAdmitted(ctx context.Context, tx *db.Tx, c tickets.Card) error {
 	if err := o.applyCommand(ctx, tx, c); err != nil {
 		return err
+	}
+	ended, err := o.wake.PullEnded(ctx, tx, c)
+	if err != nil {
+		return err
+	}
+	for _, t := range ended {
+		tx.AfterCommit(func() {
+			if c.Kind == tickets.KindPullMerged {
+				o.cfg.Logger.Info("pull request merged", "ticket", t.ID, "repo", t.Repo, "pr", t.PullNumber, "by", c.Author.Login, "card", c.ID)
+			}
+			o.cfg.Logger.Info("ticket ended", "ticket", t.ID, "repo", t.Repo, "pr", t.PullNumber, "merged", c.Kind == tickets.KindPullMerged)
+		})
 	}
 	if c.State != tickets.CardCandidate && c.State != tickets.CardFollowUp {
 		return nil
@@ -198,7 +215,7 @@ func (o *Orchestrator) wakeFollowers(ctx context.Context, tx *db.Tx, c tickets.C
 		if err != nil {
 			return err
 		}
-		if t.Pause != nil || t.Proposal || t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
+		if t.Pause != nil || t.Proposal || tickets.Ended(t.State) {
 			continue
 		}
 		if err := o.EnqueueExecutor(ctx, tx, id); err != nil {

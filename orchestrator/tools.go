@@ -206,7 +206,7 @@ func (o *Orchestrator) note(ctx context.Context, _ session.Call, a noteArgs) (st
 	if err != nil {
 		return "", err
 	}
-	if t.State == tickets.TicketDone || t.State == tickets.TicketCancelled {
+	if tickets.Ended(t.State) {
 		return "", session.Refuse("ticket %d has ended", a.Ticket)
 	}
 	if err := o.deps.Tickets.AddNote(ctx, o.deps.DB, a.Ticket, strings.TrimSpace(a.Text)); err != nil {

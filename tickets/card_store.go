@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -23,6 +24,13 @@ const (
 	CardRouted = "routed"
 	// CardIgnored was judged irrelevant.
 	CardIgnored = "ignored"
+)
+
+// Card kinds the host acts on itself, beyond routing: a pull request's end
+// ends the Tickets whose pull request it is.
+const (
+	KindPullMerged = "pr_merged"
+	KindPullClosed = "pr_closed"
 )
 
 // Author types.
@@ -112,6 +120,31 @@ type NewCard struct {
 	URL          string
 	// Text is the full outside text; Admit truncates it.
 	Text string
+	// Related are keys of other Threads whose Tickets the card concerns
+	// (a pull request that says it fixes an issue): their followers
+	// receive it as a follow-up too. A key of no known Thread is skipped.
+	Related []string
+}
+
+// relatedFollowers adds to ids, lowest first, the live Tickets that follow
+// the Threads named by keys.
+func (s *Store) relatedFollowers(ctx context.Context, q db.Querier, ids []int64, keys []string) ([]int64, error) {
+	for _, key := range keys {
+		th, err := s.ThreadByKey(ctx, q, key)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		more, err := s.Subscribers(ctx, q, th.ID)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, more...)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // Hook is told about every admitted card inside the transaction that
@@ -153,6 +186,9 @@ func (s *Store) Admit(ctx context.Context, tx *db.Tx, in NewCard, limit int, hoo
 	}
 	subscribers, err := s.Subscribers(ctx, tx, thread.ID)
 	if err != nil {
+		return Card{}, err
+	}
+	if subscribers, err = s.relatedFollowers(ctx, tx, subscribers, in.Related); err != nil {
 		return Card{}, err
 	}
 	text, truncated := Truncate(in.Text, limit)

@@ -11,7 +11,7 @@ import (
 
 // ticketStates are the states superagent_tickets reports, each even at
 // zero, so that a dashboard's series exist before the first Ticket.
-var ticketStates = []string{TicketOpen, TicketWorking, TicketWaiting, TicketPaused, TicketDone, TicketCancelled}
+var ticketStates = []string{TicketOpen, TicketWorking, TicketWaiting, TicketPaused, TicketInReview, TicketDone, TicketCancelled}
 
 var ticketsDesc = prometheus.NewDesc("superagent_tickets",
 	"Tickets by state, read from the database when scraped (the same figure from every process).", []string{"state"}, nil)

@@ -28,7 +28,7 @@ func (s *Store) Stop(ctx context.Context, q db.Querier, id int64, actor, reason 
 	if t.Stop != nil {
 		return false, nil
 	}
-	if t.State == TicketDone || t.State == TicketCancelled {
+	if Ended(t.State) {
 		return false, fmt.Errorf("stopping ticket %d: %w", id, ErrEnded)
 	}
 	_, err = q.Exec(ctx, `UPDATE tickets SET state = 'cancelled', proposal = FALSE, paused_at = NULL, paused_by = '',
@@ -92,9 +92,11 @@ type StopHook interface {
 // does not.
 type LimitCheck func(ctx context.Context, q db.Querier, ticketID int64) (bool, error)
 
-// Stopper stops and continues Tickets in their own transactions on a
-// person's word, beside the Pauser: the admin panel, the API and, later,
-// the chat and comment commands call it. It is also the Continuer.
+// Stopper stops, continues and retries Tickets in their own transactions
+// on a person's word, beside the Pauser: the admin panel and the API call
+// it, and the Executor continues through it when a person writes to a
+// Ticket that stopped at a limit. The comment and chat commands apply the
+// same Store operations inside the transaction that admits their card.
 type Stopper struct {
 	d       *db.DB
 	store   *Store
@@ -167,6 +169,36 @@ func (p *Stopper) Continue(ctx context.Context, ticketID int64, actor string) er
 		tx.AfterCommit(func() {
 			p.logger.Info("ticket continued", "ticket", ticketID, "repo", t.Repo, "by", actor, "after_limit", atLimit)
 		})
+		return nil
+	})
+}
+
+// RetryHook is told, inside the transaction that changed it, that a person
+// retried a Ticket whose last Executor job failed; a StopHook that is also
+// a RetryHook hears of the Stopper's retries.
+type RetryHook interface {
+	Retried(ctx context.Context, tx *db.Tx, t Ticket, actor string) error
+}
+
+// Retry runs a Ticket whose latest Executor job failed again
+// (Store.Retry).
+func (p *Stopper) Retry(ctx context.Context, ticketID int64, actor string) error {
+	return p.d.InTx(ctx, func(tx *db.Tx) error {
+		if err := p.store.Retry(ctx, tx, ticketID); err != nil {
+			return err
+		}
+		t, err := p.store.Ticket(ctx, tx, ticketID)
+		if err != nil {
+			return err
+		}
+		for _, h := range p.hooks {
+			if r, ok := h.(RetryHook); ok {
+				if err := r.Retried(ctx, tx, t, actor); err != nil {
+					return err
+				}
+			}
+		}
+		tx.AfterCommit(func() { p.logger.Info("ticket retried", "ticket", ticketID, "repo", t.Repo, "by", actor) })
 		return nil
 	})
 }

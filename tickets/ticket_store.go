@@ -14,13 +14,22 @@ import (
 
 // Ticket states.
 const (
-	TicketOpen      = "open"
-	TicketWorking   = "working"
-	TicketWaiting   = "waiting"
-	TicketPaused    = "paused"
+	TicketOpen    = "open"
+	TicketWorking = "working"
+	TicketWaiting = "waiting"
+	TicketPaused  = "paused"
+	// TicketInReview: the Executor delivered and the Ticket's pull request
+	// is open; the Ticket keeps its Threads, and its reviews, checks and
+	// comments reach it, until the pull request is merged or closed.
+	TicketInReview  = "in_review"
 	TicketDone      = "done"
 	TicketCancelled = "cancelled"
 )
+
+// Ended reports whether a Ticket in state has ended (done or cancelled):
+// it follows no Thread and its Executor works no more. Every other state,
+// in_review included, is live.
+func Ended(state string) bool { return state == TicketDone || state == TicketCancelled }
 
 // Ticket origins.
 const (
@@ -59,7 +68,11 @@ type Ticket struct {
 	Stop *Pause `json:"stop,omitempty"`
 	// Continue is set while a person's continue waits for the Executor to
 	// start the Ticket's new Session.
-	Continue  *Pause    `json:"continue,omitempty"`
+	Continue *Pause `json:"continue,omitempty"`
+	// Failed is set when the Ticket's latest Executor job ran out of
+	// attempts (By is empty, Reason the error), until a person retries it
+	// or another job of it starts.
+	Failed    *Pause    `json:"failed,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -89,7 +102,7 @@ type Pause struct {
 
 const ticketColumns = `id, title, state, repo, branch, pull_number, origin, rules, mandate, proposal,
     COALESCE(source_card_id, 0), paused_by, paused_at, pause_reason, stopped_by, stopped_at, stop_reason,
-    continue_by, continue_at, created_at, updated_at`
+    continue_by, continue_at, failed_at, failure, created_at, updated_at`
 
 func scanTicket(row scanner) (Ticket, error) {
 	var (
@@ -101,9 +114,11 @@ func scanTicket(row scanner) (Ticket, error) {
 		stoppedBy, sWhy string
 		contAt          sql.NullTime
 		contBy          string
+		failedAt        sql.NullTime
+		failure         string
 	)
 	err := row.Scan(&t.ID, &t.Title, &t.State, &t.Repo, &t.Branch, &t.PullNumber, &t.Origin, &rules, &mandate, &t.Proposal,
-		&t.SourceCardID, &pausedBy, &pausedAt, &why, &stoppedBy, &stoppedAt, &sWhy, &contBy, &contAt, &t.CreatedAt, &t.UpdatedAt)
+		&t.SourceCardID, &pausedBy, &pausedAt, &why, &stoppedBy, &stoppedAt, &sWhy, &contBy, &contAt, &failedAt, &failure, &t.CreatedAt, &t.UpdatedAt)
 	if err != nil {
 		return Ticket{}, err
 	}
@@ -121,6 +136,9 @@ func scanTicket(row scanner) (Ticket, error) {
 	}
 	if contAt.Valid {
 		t.Continue = &Pause{By: contBy, At: contAt.Time.UTC()}
+	}
+	if failedAt.Valid {
+		t.Failed = &Pause{At: failedAt.Time.UTC(), Reason: failure}
 	}
 	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
 	return t, nil
@@ -209,7 +227,8 @@ var ErrEnded = errors.New("ticket has ended")
 // SetTicketState moves a Ticket to state on behalf of automatic work (the
 // Executor, the main Session). A paused Ticket refuses with ErrPaused, so no
 // follow-up, bot or CI event can resume it; use Resume. A Ticket a person
-// stopped stays stopped: the move is ignored (only Continue reopens it).
+// stopped stays stopped, and an ended one ended (its pull request was
+// merged or closed): the move is ignored (only Continue reopens one).
 func (s *Store) SetTicketState(ctx context.Context, q db.Querier, id int64, state string) error {
 	t, err := s.Ticket(ctx, q, id)
 	if err != nil {
@@ -218,13 +237,13 @@ func (s *Store) SetTicketState(ctx context.Context, q db.Querier, id int64, stat
 	if t.Pause != nil {
 		return fmt.Errorf("moving ticket %d to %s: %w", id, state, ErrPaused)
 	}
-	if t.Stop != nil {
+	if t.Stop != nil || Ended(t.State) {
 		return nil
 	}
 	if _, err := q.Exec(ctx, "UPDATE tickets SET state = $2, updated_at = $3 WHERE id = $1", id, state, s.nowUTC()); err != nil {
 		return fmt.Errorf("moving ticket %d to %s: %w", id, state, err)
 	}
-	if state == TicketDone || state == TicketCancelled {
+	if Ended(state) {
 		return s.releaseHeld(ctx, q, id)
 	}
 	return nil
@@ -265,7 +284,7 @@ func (s *Store) Pause(ctx context.Context, q db.Querier, id int64, actor, reason
 	if t.Pause != nil {
 		return nil
 	}
-	if t.State == TicketDone || t.State == TicketCancelled {
+	if Ended(t.State) {
 		return fmt.Errorf("pausing ticket %d: %w", id, ErrEnded)
 	}
 	now := s.nowUTC()
@@ -331,36 +350,33 @@ ON CONFLICT (ticket_id, thread_id) DO NOTHING`, ticketID, threadID, s.nowUTC())
 	return nil
 }
 
-// Subscribers lists the Tickets, not done or cancelled, that follow a
-// Thread, lowest id first.
+// Subscribers lists the live Tickets (not done or cancelled) that follow
+// a Thread, lowest id first.
 func (s *Store) Subscribers(ctx context.Context, q db.Querier, threadID int64) ([]int64, error) {
+	return s.followers(ctx, q, threadID, "t.state NOT IN ('done', 'cancelled')")
+}
+
+// followers lists the Tickets matching which (a condition on t, the
+// Ticket) that follow a Thread, lowest id first.
+func (s *Store) followers(ctx context.Context, q db.Querier, threadID int64, which string) ([]int64, error) {
 	// A review thread belongs to its pull request: the Tickets following
 	// the pull request's conversation follow its review threads too.
 	var key string
 	if err := q.QueryRow(ctx, "SELECT key FROM threads WHERE id = $1", threadID).Scan(&key); err != nil && !errors.Is(err, db.ErrNoRows) {
-		return nil, fmt.Errorf("listing subscribers of thread %d: %w", threadID, err)
+		return nil, fmt.Errorf("listing followers of thread %d: %w", threadID, err)
 	}
 	parent, _, _ := strings.Cut(key, "/review-thread/")
-	rows, err := q.Query(ctx, `
+	ids, err := queryAll(ctx, q, fmt.Sprintf("listing followers of thread %d", threadID), func(row scanner) (int64, error) {
+		var id int64
+		return id, row.Scan(&id)
+	}, `
 SELECT DISTINCT t.id FROM subscriptions s
 JOIN tickets t ON t.id = s.ticket_id
 JOIN threads th ON th.id = s.thread_id
-WHERE (th.id = $1 OR th.key = $2) AND t.state NOT IN ('done', 'cancelled')
+WHERE (th.id = $1 OR th.key = $2) AND `+which+`
 ORDER BY t.id`, threadID, parent)
-	if err != nil {
-		return nil, fmt.Errorf("listing subscribers of thread %d: %w", threadID, err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("listing subscribers of thread %d: %w", threadID, err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing subscribers of thread %d: %w", threadID, err)
+	if err != nil || len(ids) == 0 {
+		return nil, err
 	}
 	return ids, nil
 }
@@ -478,7 +494,7 @@ func (s *Store) StopCheck(q db.Querier, ticketID int64) func(ctx context.Context
 			return true, "paused by " + t.Pause.By
 		case t.Stop != nil:
 			return true, "stopped by " + t.Stop.By
-		case t.State == TicketDone || t.State == TicketCancelled:
+		case Ended(t.State):
 			return true, "ticket " + t.State
 		}
 		return false, ""

@@ -19,7 +19,7 @@ var githubEvents = map[string]bool{}
 // rest are dropped after reading only the action, so an old or odd payload
 // of an action nobody needs cannot fail. A nil set admits every action.
 var githubActions = map[string]map[string]bool{
-	"issues":                      set("opened", "edited", "closed", "reopened", "assigned", "unassigned"),
+	"issues":                      set("opened", "edited", "closed", "reopened", "assigned", "unassigned", "labeled"),
 	"issue_comment":               set("created", "edited"),
 	"pull_request":                set("opened", "edited", "closed", "reopened", "ready_for_review", "converted_to_draft", "assigned", "unassigned", "review_requested"),
 	"pull_request_review":         set("submitted"),
@@ -96,10 +96,21 @@ type repoInfo struct {
 // failedConclusions are check conclusions that make a check_failure card.
 var failedConclusions = map[string]bool{"failure": true, "timed_out": true, "startup_failure": true}
 
-// parseGitHub turns a GitHub payload into a ghEvent. bot is the App's
-// slug: events its bot account sent are dropped, and mentions, assignments
-// and review requests of it address the bot. It never panics on any input.
+// DefaultTriggerLabel is the label that, added to an issue, asks the bot
+// for work (GitHubConfig.TriggerLabel).
+const DefaultTriggerLabel = "superagent"
+
+// parseGitHub turns a GitHub payload into a ghEvent, with the default
+// trigger label (parseGitHubWith).
 func parseGitHub(event string, body []byte, bot string) (ghEvent, error) {
+	return parseGitHubWith(event, body, bot, DefaultTriggerLabel)
+}
+
+// parseGitHubWith turns a GitHub payload into a ghEvent. bot is the App's
+// slug: events its bot account sent are dropped, and mentions, assignments
+// and review requests of it address the bot, as does adding label to an
+// issue. It never panics on any input.
+func parseGitHubWith(event string, body []byte, bot, label string) (ghEvent, error) {
 	if !githubEvents[event] {
 		return ghEvent{Drop: "event " + event + " is not processed"}, nil
 	}
@@ -121,7 +132,7 @@ func parseGitHub(event string, body []byte, bot string) (ghEvent, error) {
 	if what := missingObject(payload); what != "" {
 		return ghEvent{}, fmt.Errorf("%s payload has no %s", eventAction(event, payload), what)
 	}
-	p := ghParser{bot: strings.ToLower(bot)}
+	p := ghParser{bot: strings.ToLower(bot), label: label}
 	switch e := payload.(type) {
 	case *github.InstallationEvent:
 		return p.installation(e), nil
@@ -210,7 +221,8 @@ func eventAction(event string, payload any) string {
 }
 
 type ghParser struct {
-	bot string // lower-case slug
+	bot   string // lower-case slug
+	label string // the trigger label
 }
 
 // isBot reports whether login is this App's bot account.
@@ -302,7 +314,7 @@ func (p ghParser) issues(e *github.IssuesEvent) ghEvent {
 	is := e.GetIssue()
 	kinds := map[string]string{
 		"opened": "issue_opened", "edited": "issue_edited", "closed": "issue_closed",
-		"reopened": "issue_reopened", "assigned": "assigned", "unassigned": "unassigned",
+		"reopened": "issue_reopened", "assigned": "assigned", "unassigned": "unassigned", "labeled": "issue_labeled",
 	}
 	kind, ok := kinds[action]
 	if !ok {
@@ -311,11 +323,19 @@ func (p ghParser) issues(e *github.IssuesEvent) ghEvent {
 	if (action == "assigned" || action == "unassigned") && !p.isBotUser(e.GetAssignee()) {
 		return ghEvent{Drop: "issues." + action + " concerns someone else"}
 	}
+	if action == "labeled" && (p.label == "" || !strings.EqualFold(e.GetLabel().GetName(), p.label)) {
+		return ghEvent{Drop: "issues.labeled with a label that is not the trigger label"}
+	}
 	ev, c := p.base(kind, e.GetRepo(), e.GetSender(), e.GetInstallation())
 	c.onIssue(is.GetNumber(), is.GetTitle())
 	c.URL = is.GetHTMLURL()
-	if action == "assigned" {
+	switch action {
+	case "assigned":
 		c.address("assignment")
+	case "labeled":
+		// The one who added the label asks; the gate checks them as for a
+		// mention.
+		c.address("label")
 	}
 	if action == "opened" {
 		for _, a := range is.Assignees {
@@ -326,7 +346,7 @@ func (p ghParser) issues(e *github.IssuesEvent) ghEvent {
 	}
 	text := ""
 	switch action {
-	case "opened", "edited", "assigned":
+	case "opened", "edited", "assigned", "labeled":
 		text = titleAndBody(is.GetTitle(), is.GetBody())
 	}
 	p.finish(c, text)
@@ -363,7 +383,7 @@ func (p ghParser) pullRequest(e *github.PullRequestEvent) ghEvent {
 	action := e.GetAction()
 	pr := e.GetPullRequest()
 	kinds := map[string]string{
-		"opened": "pr_opened", "edited": "pr_edited", "closed": "pr_closed", "reopened": "pr_reopened",
+		"opened": "pr_opened", "edited": "pr_edited", "closed": tickets.KindPullClosed, "reopened": "pr_reopened",
 		"ready_for_review": "pr_ready", "converted_to_draft": "pr_draft",
 		"assigned": "assigned", "unassigned": "unassigned", "review_requested": "review_requested",
 	}
@@ -382,7 +402,7 @@ func (p ghParser) pullRequest(e *github.PullRequestEvent) ghEvent {
 		}
 	case "closed":
 		if pr.GetMerged() {
-			kind = "pr_merged"
+			kind = tickets.KindPullMerged
 		}
 	}
 	ev, c := p.base(kind, e.GetRepo(), e.GetSender(), e.GetInstallation())
@@ -411,6 +431,16 @@ func (p ghParser) pullRequest(e *github.PullRequestEvent) ghEvent {
 		text = titleAndBody(pr.GetTitle(), pr.GetBody())
 	}
 	p.finish(c, text)
+	if action == "opened" || action == "edited" {
+		// A pull request that references an issue ("fixes #12", a link)
+		// concerns the Tickets working on that issue: they may be
+		// duplicating it.
+		for _, r := range c.References {
+			if r.Number > 0 && strings.EqualFold(r.Repo, c.Thread.Repo) {
+				c.Related = append(c.Related, ThreadKey(r.Repo, r.Number))
+			}
+		}
+	}
 	return ev
 }
 

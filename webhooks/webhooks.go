@@ -62,6 +62,10 @@ type GitHubConfig struct {
 	Slug string
 	// MaxBody caps the request body. Default DefaultGitHubMaxBody (25 MB).
 	MaxBody int64
+	// TriggerLabel is the label that, added to an issue, addresses the bot
+	// (an explicit request when the person who added it passes the gate).
+	// Default DefaultTriggerLabel.
+	TriggerLabel string
 }
 
 // FeishuConfig configures the Feishu endpoint and event processing.
@@ -113,6 +117,9 @@ func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, fs *feishu.
 	}
 	if cfg.GitHub.MaxBody <= 0 {
 		cfg.GitHub.MaxBody = DefaultGitHubMaxBody
+	}
+	if cfg.GitHub.TriggerLabel == "" {
+		cfg.GitHub.TriggerLabel = DefaultTriggerLabel
 	}
 	if cfg.Feishu.MaxBody <= 0 {
 		cfg.Feishu.MaxBody = feishu.MaxBodyBytes

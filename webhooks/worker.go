@@ -90,7 +90,7 @@ func (s *Service) processGitHub(ctx context.Context, d Delivery, attempt int) er
 	if err != nil {
 		return err
 	}
-	ev, err := readPayload(s, d, func() (ghEvent, error) { return parseGitHub(d.Event, d.Body, slug) })
+	ev, err := readPayload(s, d, func() (ghEvent, error) { return parseGitHubWith(d.Event, d.Body, slug, s.cfg.GitHub.TriggerLabel) })
 	if err != nil {
 		return s.finish(ctx, d, DeliveryFailed, err.Error())
 	}

@@ -100,7 +100,8 @@ func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (
 		}
 	}
 	a.webhooks, err = webhooks.New(webhooks.Config{
-		GitHub: webhooks.GitHubConfig{WebhookSecret: cfg.GitHubWebhookSecret, AppID: cfg.GitHubAppID, Slug: cfg.GitHubAppSlug},
+		GitHub: webhooks.GitHubConfig{WebhookSecret: cfg.GitHubWebhookSecret, AppID: cfg.GitHubAppID, Slug: cfg.GitHubAppSlug,
+			TriggerLabel: cfg.GitHubTriggerLabel},
 		Feishu: webhooks.FeishuConfig{Verifier: feishu.VerifierConfig{
 			VerificationToken: cfg.FeishuVerificationToken,
 			EncryptKey:        cfg.FeishuEncryptKey,
@@ -168,6 +169,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		DB: a.db, Queue: a.queue, Tickets: a.tickets, Sessions: rt, Prompts: a.prompts,
 		Acks:        &outbox.Messenger{DB: a.db, GitHub: a.github, Feishu: a.feishu, Prompts: a.prompts, PublicURL: cfg.PublicURL},
 		Permissions: &githubapp.PermissionCache{DB: a.db, Client: a.github},
+		AtLimit:     a.stoppedAtLimit,
 	})
 	if err != nil {
 		return err
@@ -198,12 +200,13 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 		LeaseTTL:    cfg.ExecutorLease,
 		ReviewBots:  cfg.ReviewBots,
 		PublicURL:   cfg.PublicURL,
+		MayCommand:  a.orchestrator.MayCommand,
 		Environment: env,
 		Registerer:  a.registry,
 		Logger:      a.logger,
 	}, executor.Deps{
 		DB: a.db, Tickets: a.tickets, Wake: a.orchestrator.Waker(), Prompts: a.prompts, Model: m, Scrubber: cfg.scrub,
-		Workspaces: ws, GitHub: a.github, Feishu: a.feishu,
+		Workspaces: ws, GitHub: a.github, Feishu: a.feishu, Continuer: a.stopper(),
 	})
 	if err != nil {
 		return err
@@ -241,14 +244,24 @@ func (a *app) pauser() *tickets.Pauser {
 	return tickets.NewPauser(a.db, a.tickets, a.orchestrator).WithLogger(a.logger)
 }
 
-// stopper stops and continues Tickets for the panel and the API; with the
-// orchestrator, each is said once in the Ticket's conversation and wakes
-// the Executor, which knows whether a Session stopped at a limit.
+// stopper stops, continues and retries Tickets for the panel, the API and
+// the Executor (a person's message after a limit); with the orchestrator,
+// each is said once in the Ticket's conversation and wakes the Executor,
+// which knows whether a Session stopped at a limit.
 func (a *app) stopper() *tickets.Stopper {
 	if a.orchestrator == nil {
 		return tickets.NewStopper(a.db, a.tickets, nil).WithLogger(a.logger)
 	}
-	return tickets.NewStopper(a.db, a.tickets, a.executor.StoppedAtLimit, a.orchestrator).WithLogger(a.logger)
+	return tickets.NewStopper(a.db, a.tickets, a.stoppedAtLimit, a.orchestrator).WithLogger(a.logger)
+}
+
+// stoppedAtLimit is the Executor's tickets.LimitCheck, for the parts built
+// before it (the orchestrator's continue command, the Stopper it uses).
+func (a *app) stoppedAtLimit(ctx context.Context, q db.Querier, ticketID int64) (bool, error) {
+	if a.executor == nil {
+		return false, nil
+	}
+	return a.executor.StoppedAtLimit(ctx, q, ticketID)
 }
 
 // serve runs one process: workers always, and with withHTTP the HTTP server

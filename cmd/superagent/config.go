@@ -20,6 +20,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/secret"
+	"github.com/superagent-dev/superagent/webhooks"
 )
 
 // config is everything the service reads from its environment. Only this
@@ -38,6 +39,9 @@ type config struct {
 	GitHubPrivateKeyPEM []byte
 	GitHubWebhookSecret string
 	GitHubAPIURL        string
+	// GitHubTriggerLabel is SUPERAGENT_GITHUB_TRIGGER_LABEL: added to an
+	// issue by someone who passes the gate, it is an explicit request.
+	GitHubTriggerLabel string
 
 	FeishuAppID             string
 	FeishuAppSecret         string
@@ -135,6 +139,7 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		GitHubWebhookSecret:     getenv("SUPERAGENT_GITHUB_WEBHOOK_SECRET"),
 		GitHubAPIURL:            getenv("SUPERAGENT_GITHUB_API_URL"),
 		GitHubAppSlug:           getenv("SUPERAGENT_GITHUB_APP_SLUG"),
+		GitHubTriggerLabel:      strings.TrimSpace(or(getenv("SUPERAGENT_GITHUB_TRIGGER_LABEL"), webhooks.DefaultTriggerLabel)),
 		FeishuAppID:             getenv("SUPERAGENT_FEISHU_APP_ID"),
 		FeishuAppSecret:         getenv("SUPERAGENT_FEISHU_APP_SECRET"),
 		FeishuVerificationToken: getenv("SUPERAGENT_FEISHU_VERIFICATION_TOKEN"),
@@ -220,6 +225,13 @@ func loadConfig(getenv func(string) string) (*config, error) {
 				c.SecureCookie = true
 			default:
 				return &settingError{"SUPERAGENT_SECURE_COOKIE", fmt.Sprintf("must be true or false, got %q", v)}
+			}
+			return nil
+		},
+		func() error {
+			// GitHub's own limit on a label's name.
+			if n := len([]rune(c.GitHubTriggerLabel)); n == 0 || n > 50 {
+				return &settingError{"SUPERAGENT_GITHUB_TRIGGER_LABEL", fmt.Sprintf("must be a label name of 1 to 50 characters, got %q", c.GitHubTriggerLabel)}
 			}
 			return nil
 		},

@@ -32,6 +32,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	require.Equal(t, "m1", c.RouterModel, "the router model defaults to the Executor model")
 	require.Equal(t, 30*time.Second, c.ShutdownTimeout)
 	require.Equal(t, time.Hour, c.RescueAfter)
+	require.Equal(t, "superagent", c.GitHubTriggerLabel)
 }
 
 func TestLoadConfigRefusesBadValues(t *testing.T) {
@@ -60,6 +61,7 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		{"sandbox disk", "SUPERAGENT_SANDBOX_DISK", "-1", `SUPERAGENT_SANDBOX_DISK: must be a positive size such as 8GiB, 512MiB or a number of bytes, got "-1"`},
 		{"lease", "SUPERAGENT_EXECUTOR_LEASE", "-1s", "SUPERAGENT_EXECUTOR_LEASE: must be a positive duration"},
 		{"budget", "SUPERAGENT_TICKET_TOKEN_BUDGET", "lots", `SUPERAGENT_TICKET_TOKEN_BUDGET: must be a number of tokens (0 for none), got "lots"`},
+		{"trigger label", "SUPERAGENT_GITHUB_TRIGGER_LABEL", strings.Repeat("x", 51), `SUPERAGENT_GITHUB_TRIGGER_LABEL: must be a label name of 1 to 50 characters`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

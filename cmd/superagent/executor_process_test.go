@@ -161,7 +161,7 @@ func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
 			State string `json:"state"`
 			PR    int    `json:"pull_request"`
 		}
-		waitFor(t, 4*time.Minute, "the resumed Ticket to be done", func() bool {
+		waitFor(t, 4*time.Minute, "the resumed Ticket to be in review", func() bool {
 			var list struct {
 				Tickets []json.RawMessage `json:"tickets"`
 			}
@@ -170,7 +170,7 @@ func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
 				return false
 			}
 			require.NoError(t, json.Unmarshal(list.Tickets[0], &ticket))
-			return ticket.State == "done"
+			return ticket.State == "in_review"
 		})
 
 		t.Logf("the second process finished the Ticket %s after it was ready", time.Since(resumed).Round(time.Second))
@@ -302,7 +302,8 @@ func readmeFixer(req fakeopenai.Request) fakeopenai.Reply {
 	case results["reply"] < 2:
 		return call("reply", `{"purpose":"result","in_reply_to":`+card+`,"text":"The fix is in a draft pull request; ./test.sh passes."}`)
 	case results["report"] == 0:
-		return call("report", `{"state":"done","summary":"Fixed the README typo in a draft pull request; verified with ./test.sh, which passes."}`)
+		return call("report", `{"state":"done","summary":"Fixed the README typo in a draft pull request; verified with ./test.sh, which passes.",`+
+			`"human_action":"Please review the draft pull request and mark it ready if the wording suits you."}`)
 	}
 	return fakeopenai.Text("Done.")
 }

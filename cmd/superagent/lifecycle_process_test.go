@@ -83,7 +83,7 @@ func TestTypoFixTellsItsStoryInTheLog(t *testing.T) {
 			State string `json:"state"`
 			PR    int    `json:"pull_request"`
 		}
-		waitFor(t, 3*time.Minute, "the Ticket to be done", func() bool {
+		waitFor(t, 3*time.Minute, "the Ticket to be in review", func() bool {
 			var list struct {
 				Tickets []json.RawMessage `json:"tickets"`
 			}
@@ -92,7 +92,7 @@ func TestTypoFixTellsItsStoryInTheLog(t *testing.T) {
 				return false
 			}
 			require.NoError(t, json.Unmarshal(list.Tickets[0], &ticket))
-			return ticket.State == "done"
+			return ticket.State == "in_review"
 		})
 		// What the work cost, and where the Tickets stand, on /metrics.
 		resp, err := http.Get("http://" + p.addr + "/metrics")
@@ -112,7 +112,7 @@ func TestTypoFixTellsItsStoryInTheLog(t *testing.T) {
 			value := strings.Fields(metrics[i+len(series):])[0]
 			require.NotEqual(t, "0", value, series)
 		}
-		require.Contains(t, metrics, `superagent_tickets{state="done"} 1`)
+		require.Contains(t, metrics, `superagent_tickets{state="in_review"} 1`)
 		require.Contains(t, metrics, `superagent_tickets{state="working"} 0`)
 
 		code, _ := p.stop(10 * time.Second)
@@ -152,6 +152,7 @@ func TestTypoFixTellsItsStoryInTheLog(t *testing.T) {
 		once("ticket opened", map[string]any{"ticket": id, "card": card["card"], "repo": helloRepo})
 		once("pull request opened", map[string]any{"ticket": id, "repo": helloRepo, "pr": float64(ticket.PR)})
 		once("report", map[string]any{"ticket": id, "state": "done"})
+		once("ticket in review", map[string]any{"ticket": id, "repo": helloRepo, "pr": float64(ticket.PR)})
 		require.NotEmpty(t, byMsg["executor started"])
 		require.Len(t, byMsg["executor stopped"], len(byMsg["executor started"]), "every start has its stop")
 		for _, l := range append(byMsg["executor started"], byMsg["executor stopped"]...) {

@@ -133,10 +133,10 @@ func TestKilledExecutorResumesOnAnotherProcess(t *testing.T) {
 	t.Logf("the %s's Executor was killed; the %s made its next model request %s later (lease %s: %.1f leases)",
 		victim.name, survivor.name, resumed.Round(10*time.Millisecond), lease, resumed.Seconds()/lease.Seconds())
 
-	waitFor(t, 2*time.Minute, "the Ticket to be done", func() bool {
+	waitFor(t, 2*time.Minute, "the Ticket to be in review", func() bool {
 		var state string
 		err := openDB(t, dbURL).QueryRow(context.Background(), "SELECT state FROM tickets ORDER BY id LIMIT 1").Scan(&state)
-		return err == nil && state == "done"
+		return err == nil && state == "in_review"
 	})
 	require.Len(t, gh.PullRequests(helloRepo), 1, "one pull request")
 	require.Contains(t, survivor.stderr.String(), "restarting an executor whose process stopped renewing its lease")

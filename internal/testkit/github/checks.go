@@ -37,6 +37,8 @@ type checkRun struct {
 	externalID string
 	// byApp: created through the API by the App, not by Actions.
 	byApp bool
+	// runID is the workflow run of an Actions job (AddWorkflowRun).
+	runID int64
 }
 
 // AddCheckRun adds a check run on commit headSHA of fullName and returns
@@ -162,7 +164,7 @@ func (s *Server) downloadLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = io.WriteString(w, c.Log)
+	_, _ = io.WriteString(w, timestamped(c.Log, c.finished))
 }
 
 // checkRunJSON is a check run as GitHub's REST API answers it: every field
@@ -190,8 +192,12 @@ func (s *Server) checkRunJSON(c *checkRun) map[string]any {
 		"app":           map[string]any{"id": 15368, "slug": "github-actions", "name": "GitHub Actions"},
 	}
 	if !c.byApp {
-		// GitHub Actions points details at the job, whose id the run shares here.
-		m["details_url"] = "https://github.com/" + c.repo + "/actions/runs/" + id + "/job/" + id
+		// GitHub Actions points details at the job of its workflow run.
+		run := id
+		if c.runID != 0 {
+			run = strconv.FormatInt(c.runID, 10)
+		}
+		m["details_url"] = "https://github.com/" + c.repo + "/actions/runs/" + run + "/job/" + id
 	} else {
 		m["app"] = map[string]any{"id": s.AppID, "slug": s.Slug, "name": s.Slug}
 	}

@@ -58,7 +58,7 @@ func TestChecksAndLogs(t *testing.T) {
 	defer logResp.Body.Close()
 	body, err := io.ReadAll(logResp.Body)
 	require.NoError(t, err)
-	require.Equal(t, "--- FAIL: TestFix\n", string(body))
+	require.Regexp(t, `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{7}Z --- FAIL: TestFix\n$`, string(body), "each line timestamped, as GitHub writes job logs")
 	require.Equal(t, "text/plain; charset=utf-8", logResp.Header.Get("Content-Type"))
 
 	_, resp, err = e.gh.Actions.GetWorkflowJobLogs(ctx, "octo", "widgets", 999999, 1)

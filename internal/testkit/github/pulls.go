@@ -43,6 +43,13 @@ type PullRequestSpec struct {
 	Title string
 	Body  string
 	Draft bool
+	// HeadRepo is the fork (owner/name, added with AddRepo) the head
+	// branch belongs to; empty for a branch of the repository itself. The
+	// fake reads the head's commits from Head in the base repository, as
+	// GitHub keeps them there (refs/pull/N/head).
+	HeadRepo string
+	// MaintainerCanModify is the author's "allow edits by maintainers".
+	MaintainerCanModify bool
 }
 
 type pull struct {
@@ -52,6 +59,8 @@ type pull struct {
 	commits                     int
 	mergeable                   bool
 	created, closed, mergedAt   time.Time
+	headRepo                    string
+	maintainerCanModify         bool
 }
 
 // AddPullRequest opens a pull request on fullName as spec.Login and returns
@@ -120,7 +129,7 @@ func (s *Server) openPull(rp *repo, spec PullRequestSpec) (*pull, string) {
 	p := &pull{PullRequest: PullRequest{
 		Number: rp.nextNumber(), Title: spec.Title, Body: spec.Body, Head: spec.Head, Base: spec.Base,
 		Draft: spec.Draft, State: "open", User: spec.Login,
-	}, created: time.Now().UTC().Truncate(time.Second)}
+	}, created: time.Now().UTC().Truncate(time.Second), headRepo: spec.HeadRepo, maintainerCanModify: spec.MaintainerCanModify}
 	s.refresh(rp, p)
 	if p.commits == 0 {
 		return nil, "No commits between " + spec.Base + " and " + spec.Head
@@ -215,9 +224,10 @@ func (s *Server) pullJSON(rp *repo, p *pull) map[string]any {
 		"url":       s.URL + "/repos/" + rp.fullName + "/pulls/" + num,
 		"issue_url": s.URL + "/repos/" + rp.fullName + "/issues/" + num,
 		"user":      s.userJSON(p.User),
-		"head":      map[string]any{"ref": p.Head, "sha": p.HeadSHA, "label": owner + ":" + p.Head, "repo": s.repoJSON(rp)},
+		"head":      s.headJSON(rp, p),
 		"base":      map[string]any{"ref": p.Base, "sha": p.baseSHA, "label": owner + ":" + p.Base, "repo": s.repoJSON(rp)},
 		"additions": p.additions, "deletions": p.deletions, "changed_files": p.files, "commits": p.commits,
+		"maintainer_can_modify": p.maintainerCanModify,
 	}
 }
 
@@ -431,24 +441,33 @@ func (s *Server) mergePull(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusConflict, "Head branch was modified. Review and try the merge again.")
 		return
 	}
-	tree, err := mergeTree(rp.dir, p.baseSHA, p.HeadSHA)
-	if err != nil {
-		WriteError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
+	sha, status, msg := s.merge(rp, p, body.MergeMethod, body.CommitTitle, body.CommitMessage)
+	if status != http.StatusOK {
+		WriteError(w, status, msg)
 		return
 	}
-	title := body.CommitTitle
+	WriteJSON(w, http.StatusOK, map[string]any{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
+}
+
+// merge merges p into its base for real and answers the merge commit, or
+// GitHub's status and message when it cannot; st.mu must be held.
+func (s *Server) merge(rp *repo, p *pull, method, title, message string) (string, int, string) {
+	tree, err := mergeTree(rp.dir, p.baseSHA, p.HeadSHA)
+	if err != nil {
+		return "", http.StatusMethodNotAllowed, "Pull Request is not mergeable"
+	}
 	if title == "" {
 		owner, _, _ := strings.Cut(rp.fullName, "/")
 		title = "Merge pull request #" + strconv.Itoa(p.Number) + " from " + owner + "/" + p.Head
-		if body.MergeMethod == "squash" || body.MergeMethod == "rebase" {
+		if method == "squash" || method == "rebase" {
 			title = p.Title + " (#" + strconv.Itoa(p.Number) + ")"
 		}
 	}
 	args := []string{"--git-dir", rp.dir, "commit-tree", tree, "-m", title, "-p", p.baseSHA}
-	if body.CommitMessage != "" {
-		args = append(args, "-m", body.CommitMessage)
+	if message != "" {
+		args = append(args, "-m", message)
 	}
-	if body.MergeMethod == "" || body.MergeMethod == "merge" {
+	if method == "" || method == "merge" {
 		args = append(args, "-p", p.HeadSHA)
 	}
 	env := []string{"GIT_AUTHOR_NAME=GitHub", "GIT_AUTHOR_EMAIL=noreply@github.com", "GIT_COMMITTER_NAME=GitHub", "GIT_COMMITTER_EMAIL=noreply@github.com"}
@@ -459,15 +478,13 @@ func (s *Server) mergePull(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			WriteError(w, http.StatusConflict, "Base branch was modified. Review and try the merge again.")
-			return
+			return "", http.StatusConflict, "Base branch was modified. Review and try the merge again."
 		}
-		WriteError(w, http.StatusInternalServerError, err.Error())
-		return
+		return "", http.StatusInternalServerError, err.Error()
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	p.Merged, p.State, p.MergeCommitSHA, p.mergedAt, p.closed = true, "closed", sha, now, now
-	WriteJSON(w, http.StatusOK, map[string]any{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
+	return sha, http.StatusOK, ""
 }
 
 // paginate answers page and per_page (default 30, as GitHub) and sets the

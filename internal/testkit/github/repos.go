@@ -36,6 +36,7 @@ type store struct {
 	root     string // GIT_PROJECT_ROOT: <root>/<owner>/<repo>.git
 	repos    map[string]*repo
 	checks   map[int64]*checkRun
+	runs     map[int64]*workflowRun
 	nextID   int64 // ids of repositories, reviews, review comments, check runs
 	nextNode int   // review thread node ids
 }
@@ -119,6 +120,7 @@ func (s *Server) ServeRepositories() {
 	s.serveIssues()
 	s.serveReviews()
 	s.serveChecks()
+	s.serveActions()
 	s.mux.HandleFunc("GET /users/{login}", s.getUser)
 	s.mux.HandleFunc("POST /graphql", s.graphql)
 }

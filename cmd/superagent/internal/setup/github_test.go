@@ -130,7 +130,7 @@ func TestGitHubManifestFlow(t *testing.T) {
 	require.Equal(t, map[string]any{"url": "https://agent.example.com/webhooks/github", "active": true}, manifest["hook_attributes"])
 	require.Equal(t, f.local+"/callback", manifest["redirect_url"])
 	require.Equal(t, false, manifest["public"])
-	require.Equal(t, map[string]any{"contents": "write", "pull_requests": "write", "issues": "write", "checks": "write", "metadata": "read"}, manifest["default_permissions"])
+	require.Equal(t, map[string]any{"contents": "write", "pull_requests": "write", "issues": "write", "checks": "write", "actions": "read", "metadata": "read"}, manifest["default_permissions"])
 	require.ElementsMatch(t, []any{"issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment",
 		"pull_request_review_thread", "check_run", "check_suite", "workflow_run", "push"}, manifest["default_events"])
 

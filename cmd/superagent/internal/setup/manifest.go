@@ -21,7 +21,8 @@ type HookAttributes struct {
 
 // Permissions returns the repository permissions the service needs: it
 // pushes branches, opens and updates pull requests, comments on issues,
-// reads check results and reads repository metadata. Workflows write is added
+// reads check results, reads GitHub Actions runs and their jobs' logs (and
+// receives workflow_run events) and reads repository metadata. Workflows write is added
 // only when the agents may change CI files, since GitHub refuses pushes that
 // touch .github/workflows without it.
 func Permissions(workflows bool) map[string]string {
@@ -30,6 +31,7 @@ func Permissions(workflows bool) map[string]string {
 		"pull_requests": "write",
 		"issues":        "write",
 		"checks":        "write",
+		"actions":       "read",
 		"metadata":      "read",
 	}
 	if workflows {
