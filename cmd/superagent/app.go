@@ -150,7 +150,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		return err
 	}
 	// The main Session lives on; rollover, not a step limit, bounds it.
-	rt := session.New(session.Config{MaxSteps: 1 << 30, Metrics: usage}, a.db, router, orchestrator.PromptSource(a.prompts, env), cfg.scrub, time.Now)
+	rt := session.New(session.Config{MaxSteps: 1 << 30, Metrics: usage}, a.db, router, orchestrator.PromptSource(a.prompts, env, orchestrator.Repositories(a.db, 0)), cfg.scrub, time.Now)
 	a.orchestrator, err = orchestrator.New(orchestrator.Config{
 		Debounce: cfg.RoutingDebounce,
 		Gate: orchestrator.Gate{
