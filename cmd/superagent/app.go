@@ -471,7 +471,7 @@ func (a *app) probeServer(ctx context.Context) *http.Server {
 // startFeishuLongConn receives Feishu events over the SDK's long connection
 // instead of the webhook, for teams without a public URL.
 func (a *app) startFeishuLongConn(ctx context.Context, cfg *config) {
-	lc, err := feishu.NewLongConn(feishu.LongConnConfig{AppID: cfg.FeishuAppID, AppSecret: cfg.FeishuAppSecret, BaseURL: cfg.FeishuBaseURL},
+	lc, err := feishu.NewLongConn(feishu.LongConnConfig{AppID: cfg.FeishuAppID, AppSecret: cfg.FeishuAppSecret, BaseURL: cfg.FeishuBaseURL, Registerer: a.registry},
 		a.webhooks.FeishuEvent, feishu.SystemClock(), a.logger)
 	if err != nil {
 		a.logger.Error("Feishu long connection not started", "error", err)
