@@ -52,6 +52,7 @@ func setupFeishu(t *testing.T, d *db.DB, mods ...func(*webhooks.Config)) *larkEn
 	e.store = e.svc.Store()
 	r := chi.NewRouter()
 	e.svc.Routes(r)
+	r.Route("/api", e.svc.APIRoutes)
 	e.srv = newServer(t, r)
 	return &larkEnv{env: e, url: e.srv.URL + "/webhooks/feishu", fake: fake}
 }

@@ -182,6 +182,8 @@ func (s *Service) APIRoutes(r chi.Router) {
 	r.Get("/cards", s.handle(s.listCards))
 	r.Get("/cards/{id}", s.handle(s.getCard))
 	r.Get("/cards/{id}/text", s.handle(s.cardText))
+	r.Get("/feishu/chats", s.handle(s.listFeishuChats))
+	r.Put("/feishu/chats/{chat_id}", s.handle(s.putFeishuChat))
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC() }
