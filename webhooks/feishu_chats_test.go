@@ -3,7 +3,6 @@ package webhooks_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 
@@ -27,12 +26,7 @@ func TestFeishuProactiveChats(t *testing.T) {
 			req, err := http.NewRequest(http.MethodPut, e.srv.URL+"/api/feishu/chats/"+chat, bytes.NewBufferString(body))
 			require.NoError(t, err)
 			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			require.NoError(t, err)
-			return resp.StatusCode, string(b)
+			return e.do(t, req)
 		}
 		status, body := put(optedIn, `{"proactive": true}`)
 		require.Equal(t, http.StatusOK, status, body)
