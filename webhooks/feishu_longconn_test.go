@@ -20,6 +20,7 @@ import (
 // none twice: Feishu sends again what was not acknowledged (the fake does
 // too), the SDK reconnects, and storage dedupes on the message id.
 func TestLongConnCutMidBurst(t *testing.T) {
+	fakefeishu.SkipUnderRace(t)
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setupFeishu(t, d)

@@ -80,6 +80,7 @@ func (b *syncBuffer) String() string {
 // limits its retries) only logs it; Run notices, waits its backoff and
 // starts a fresh client, and every connect is counted and logged.
 func TestLongConnRestartsAfterTheSDKGivesUp(t *testing.T) {
+	fakefeishu.SkipUnderRace(t)
 	srv := fakefeishu.New(t)
 	srv.SetReconnect(1, 0)
 	clock := &sleeps{}
@@ -142,6 +143,7 @@ func (h *hostRewrite) RoundTrip(r *http.Request) (*http.Response, error) {
 // SDK's long connection uses http.DefaultClient, so the test swaps
 // http.DefaultTransport.
 func TestFeishuAndLarkBaseURLs(t *testing.T) {
+	fakefeishu.SkipUnderRace(t)
 	srv := fakefeishu.New(t)
 	to, err := url.Parse(srv.URL)
 	require.NoError(t, err)
