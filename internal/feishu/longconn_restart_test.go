@@ -44,20 +44,6 @@ func TestLongConnRestartBackoff(t *testing.T) {
 	}
 }
 
-// sleeps is a clock whose Sleep returns at once and records the wait.
-type sleeps struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (s *sleeps) Now() time.Time { return time.Now() }
-func (s *sleeps) Sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.d = append(s.d, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
 // syncBuffer is a log destination safe for the SDK's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -83,7 +69,7 @@ func TestLongConnRestartsAfterTheSDKGivesUp(t *testing.T) {
 	fakefeishu.SkipUnderRace(t)
 	srv := fakefeishu.New(t)
 	srv.SetReconnect(1, 0)
-	clock := &sleeps{}
+	clock := &fakeClock{now: testNow}
 	reg := prometheus.NewRegistry()
 	var logs syncBuffer
 	lc, err := feishu.NewLongConn(feishu.LongConnConfig{AppID: fakefeishu.AppID, AppSecret: "secret", BaseURL: srv.URL,
@@ -104,9 +90,7 @@ func TestLongConnRestartsAfterTheSDKGivesUp(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "no reconnect logged:\n%s", logs.String())
 		time.Sleep(10 * time.Millisecond)
 	}
-	clock.mu.Lock()
-	require.Equal(t, []time.Duration{500 * time.Millisecond}, clock.d, "one restart, after the first backoff step")
-	clock.mu.Unlock()
+	require.Equal(t, []time.Duration{500 * time.Millisecond}, clock.Slept(), "one restart, after the first backoff step")
 	require.Contains(t, logs.String(), `level=INFO msg="feishu long connection connected" connects=1`)
 	require.NotContains(t, logs.String(), "ticket", "the connection URL's credentials are not logged")
 	values := map[string]float64{}
