@@ -94,7 +94,7 @@ func (e *env) orchestrator(t *testing.T) *orchestrator.Orchestrator {
 		Random: func() float64 { return 0 },
 		Sleep:  func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	require.NoError(t, err)
-	rt := session.New(session.Config{}, e.d, client, orchestrator.PromptSource(e.prompts, []promptparts.Var{{Name: "deployment", Value: "test"}}), nil, nil)
+	rt := session.New(session.Config{}, e.d, client, orchestrator.PromptSource(e.prompts, []promptparts.Var{{Name: "deployment", Value: "test"}}, orchestrator.Repositories(e.d, 0)), nil, nil)
 	cfg := e.cfg
 	e.reg = prometheus.NewRegistry()
 	cfg.Registerer = e.reg

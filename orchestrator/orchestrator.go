@@ -152,14 +152,6 @@ func New(cfg Config, deps Deps) (*Orchestrator, error) {
 	return o, nil
 }
 
-// PromptSource assembles the main Session's system prompt from the latest
-// revision for every model request, with the deployment-wide environment.
-func PromptSource(p *promptparts.Service, env []promptparts.Var) session.PromptSource {
-	return session.PromptFunc(func(ctx context.Context, _ *session.Session) (string, int64, error) {
-		return p.Assemble(ctx, promptparts.Input{Role: promptparts.RoleMain, Environment: env})
-	})
-}
-
 // Register adds the turn worker to q. The Executor's worker for
 // jobs.ExecuteArgs is package executor's.
 func (o *Orchestrator) Register(q *queue.Queue) {

@@ -29,7 +29,8 @@ const (
 
 type larkEnv struct {
 	*env
-	url string
+	url  string
+	fake *fakefeishu.Server
 }
 
 // setupFeishu builds the service with the Feishu endpoint on and a fake
@@ -51,8 +52,9 @@ func setupFeishu(t *testing.T, d *db.DB, mods ...func(*webhooks.Config)) *larkEn
 	e.store = e.svc.Store()
 	r := chi.NewRouter()
 	e.svc.Routes(r)
+	r.Route("/api", e.svc.APIRoutes)
 	e.srv = newServer(t, r)
-	return &larkEnv{env: e, url: e.srv.URL + "/webhooks/feishu"}
+	return &larkEnv{env: e, url: e.srv.URL + "/webhooks/feishu", fake: fake}
 }
 
 func larkFixture(t testing.TB, name string) []byte {

@@ -48,12 +48,21 @@ ON CONFLICT (chat_id) DO UPDATE SET name = CASE WHEN excluded.name <> '' THEN ex
 			return s.finish(ctx, d, DeliveryIgnored, drop)
 		}
 		nc.DeliveryID = d.ID
+		if nc.Author.Type == tickets.AuthorUser {
+			nc.Author.Name = s.feishuName(ctx, nc.Author.ID)
+		}
 		return s.admit(ctx, d, nc, func(tx *db.Tx, nc *tickets.NewCard) (string, error) {
 			if nc.Addressed {
 				return "", nil
 			}
 			// A group message that does not mention the bot counts only in
-			// a conversation the bot is part of or a Ticket follows.
+			// a conversation the bot is part of or a Ticket follows, or in
+			// a chat that opted in to proactive admission: there it is a
+			// candidate that only the policy's propose and auto rules can
+			// turn into work.
+			if on, err := proactive(ctx, tx, ev.Message.ChatID); err != nil || on {
+				return "", err
+			}
 			th, err := s.store.ThreadByKey(ctx, tx, nc.Thread.Key)
 			if errors.Is(err, tickets.ErrNotFound) {
 				return "group message not addressed to the bot", nil
@@ -76,6 +85,7 @@ ON CONFLICT (chat_id) DO UPDATE SET name = CASE WHEN excluded.name <> '' THEN ex
 			return s.finish(ctx, d, DeliveryIgnored, drop)
 		}
 		nc.DeliveryID = d.ID
+		nc.Author.Name = s.feishuName(ctx, nc.Author.ID)
 		return s.admit(ctx, d, nc, nil)
 	}
 	return s.finish(ctx, d, DeliveryIgnored, "event "+ev.Type+" is not processed")

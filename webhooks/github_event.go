@@ -58,6 +58,9 @@ type ghEvent struct {
 	Install *installChange
 	// Card is set when the event becomes a Trigger card.
 	Card *ghCard
+	// Repo is the repository the payload is about, with the facts the main
+	// Session lists (set whether or not the event makes a card).
+	Repo *github.Repository
 }
 
 // ghCard is a card before the database has had its say (branch relevance,
@@ -163,6 +166,9 @@ func parseGitHubWith(event string, body []byte, bot, label string) (ghEvent, err
 		ev = p.push(e)
 	default:
 		return ghEvent{Drop: "event " + event + " is not processed"}, nil
+	}
+	if r, ok := payload.(interface{ GetRepo() *github.Repository }); ok && r.GetRepo().GetID() != 0 && r.GetRepo().GetDefaultBranch() != "" {
+		ev.Repo = r.GetRepo()
 	}
 	if ev.Card != nil {
 		if ev.Card.Thread.Repo == "" || ev.Card.Owner == "" || ev.Card.Name == "" {

@@ -80,6 +80,12 @@ type FeishuConfig struct {
 	BotOpenID string
 	// MaxBody caps the request body. Default feishu.MaxBodyBytes (1 MiB).
 	MaxBody int64
+	// NameTTL is how long a sender's display name, read from the contact
+	// API, is kept before it is read again. Default 24 hours.
+	NameTTL time.Duration
+	// NameTimeout bounds one name lookup, so a slow contact API delays a
+	// message by at most this much. Default 3 seconds.
+	NameTimeout time.Duration
 }
 
 // Service receives and processes deliveries.
@@ -123,6 +129,12 @@ func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, fs *feishu.
 	}
 	if cfg.Feishu.MaxBody <= 0 {
 		cfg.Feishu.MaxBody = feishu.MaxBodyBytes
+	}
+	if cfg.Feishu.NameTTL <= 0 {
+		cfg.Feishu.NameTTL = 24 * time.Hour
+	}
+	if cfg.Feishu.NameTimeout <= 0 {
+		cfg.Feishu.NameTimeout = 3 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -177,6 +189,8 @@ func (s *Service) APIRoutes(r chi.Router) {
 	r.Get("/cards", s.handle(s.listCards))
 	r.Get("/cards/{id}", s.handle(s.getCard))
 	r.Get("/cards/{id}/text", s.handle(s.cardText))
+	r.Get("/feishu/chats", s.handle(s.listFeishuChats))
+	r.Put("/feishu/chats/{chat_id}", s.handle(s.putFeishuChat))
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC() }

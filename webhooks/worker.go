@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -93,6 +94,12 @@ func (s *Service) processGitHub(ctx context.Context, d Delivery, attempt int) er
 	ev, err := readPayload(s, d, func() (ghEvent, error) { return parseGitHubWith(d.Event, d.Body, slug, s.cfg.GitHub.TriggerLabel) })
 	if err != nil {
 		return s.finish(ctx, d, DeliveryFailed, err.Error())
+	}
+	if ev.Repo != nil {
+		// On its own: it is idempotent, and a retry of the delivery redoes it.
+		if err := githubapp.RecordRepository(ctx, s.d, ev.Repo.GetID(), ev.Repo.GetDefaultBranch(), ev.Repo.GetDescription()); err != nil {
+			return err
+		}
 	}
 	switch {
 	case ev.Drop != "":

@@ -151,7 +151,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		return err
 	}
 	// The main Session lives on; rollover, not a step limit, bounds it.
-	rt := session.New(session.Config{MaxSteps: 1 << 30, Metrics: usage}, a.db, router, orchestrator.PromptSource(a.prompts, env), cfg.scrub, time.Now)
+	rt := session.New(session.Config{MaxSteps: 1 << 30, Metrics: usage}, a.db, router, orchestrator.PromptSource(a.prompts, env, orchestrator.Repositories(a.db, 0)), cfg.scrub, time.Now)
 	a.orchestrator, err = orchestrator.New(orchestrator.Config{
 		Debounce: cfg.RoutingDebounce,
 		Gate: orchestrator.Gate{
@@ -485,7 +485,7 @@ func (a *app) probeServer(ctx context.Context) *http.Server {
 // startFeishuLongConn receives Feishu events over the SDK's long connection
 // instead of the webhook, for teams without a public URL.
 func (a *app) startFeishuLongConn(ctx context.Context, cfg *config) {
-	lc, err := feishu.NewLongConn(feishu.LongConnConfig{AppID: cfg.FeishuAppID, AppSecret: cfg.FeishuAppSecret, BaseURL: cfg.FeishuBaseURL},
+	lc, err := feishu.NewLongConn(feishu.LongConnConfig{AppID: cfg.FeishuAppID, AppSecret: cfg.FeishuAppSecret, BaseURL: cfg.FeishuBaseURL, Registerer: a.registry},
 		a.webhooks.FeishuEvent, feishu.SystemClock(), a.logger)
 	if err != nil {
 		a.logger.Error("Feishu long connection not started", "error", err)

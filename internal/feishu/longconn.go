@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	lark "github.com/larksuite/oapi-sdk-go/v3"
@@ -14,6 +16,9 @@ import (
 	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher"
 	"github.com/larksuite/oapi-sdk-go/v3/event/dispatcher/callback"
 	larkws "github.com/larksuite/oapi-sdk-go/v3/ws"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/superagent-dev/superagent/internal/metric"
 )
 
 // LongConnConfig configures the long connection
@@ -30,8 +35,20 @@ type LongConnConfig struct {
 	// EventBotDeleted.
 	EventTypes []string
 	// RestartDelay is the pause before starting a fresh SDK client after one
-	// gave up reconnecting. Default 30 seconds.
+	// gave up reconnecting (the SDK reconnects on its own first, at the
+	// intervals Feishu gives it); it doubles with each restart that did not
+	// connect, up to MaxRestartDelay, and each pause is drawn from its upper
+	// half so that many processes do not come back in step. Default 5
+	// seconds.
 	RestartDelay time.Duration
+	// MaxRestartDelay caps RestartDelay's doubling. Default 5 minutes.
+	MaxRestartDelay time.Duration
+	// Rand returns a number in [0, 1) for the restart jitter. Default
+	// math/rand/v2.Float64.
+	Rand func() float64
+	// Registerer receives superagent_feishu_longconn_connects_total and
+	// superagent_feishu_longconn_restarts_total. Default: none.
+	Registerer prometheus.Registerer
 }
 
 // EventHandler receives one event from the long connection: its JSON, the
@@ -45,10 +62,15 @@ type EventHandler func(ctx context.Context, plain []byte) error
 // needs no public URL. Feishu sends each event to one of the app's
 // connections (at most 50), so several processes may each run one.
 type LongConn struct {
-	cfg    LongConnConfig
-	handle EventHandler
-	clock  Clock
-	logger *slog.Logger
+	cfg      LongConnConfig
+	handle   EventHandler
+	clock    Clock
+	logger   *slog.Logger
+	connects prometheus.Counter
+	restarts prometheus.Counter
+	// connected counts the connections made, read by Run to tell a restart
+	// that connected (the backoff starts over) from one that did not.
+	connected atomic.Int64
 }
 
 // NewLongConn returns a LongConn feeding handle. clock and logger may be nil.
@@ -73,8 +95,15 @@ func NewLongConn(cfg LongConnConfig, handle EventHandler, clock Clock, logger *s
 	if len(cfg.EventTypes) == 0 {
 		cfg.EventTypes = []string{EventMessageReceived, EventCardAction, EventBotAdded, EventBotDeleted}
 	}
-	if cfg.RestartDelay == 0 {
-		cfg.RestartDelay = 30 * time.Second
+	if cfg.RestartDelay <= 0 {
+		cfg.RestartDelay = 5 * time.Second
+	}
+	if cfg.MaxRestartDelay <= 0 {
+		cfg.MaxRestartDelay = 5 * time.Minute
+	}
+	cfg.MaxRestartDelay = max(cfg.MaxRestartDelay, cfg.RestartDelay)
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
 	}
 	if clock == nil {
 		clock = SystemClock()
@@ -82,7 +111,26 @@ func NewLongConn(cfg LongConnConfig, handle EventHandler, clock Clock, logger *s
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &LongConn{cfg: cfg, handle: handle, clock: clock, logger: logger}, nil
+	l := &LongConn{cfg: cfg, handle: handle, clock: clock, logger: logger,
+		connects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "superagent_feishu_longconn_connects_total",
+			Help: "Feishu long connections opened: the first and every reconnect, the SDK's own and ours.",
+		}),
+		restarts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "superagent_feishu_longconn_restarts_total",
+			Help: "Fresh SDK clients started after one gave up reconnecting.",
+		}),
+	}
+	if cfg.Registerer != nil {
+		for _, c := range []*prometheus.Counter{&l.connects, &l.restarts} {
+			shared, err := metric.Register(cfg.Registerer, *c)
+			if err != nil {
+				return nil, fmt.Errorf("registering feishu long connection metrics: %w", err)
+			}
+			*c = shared
+		}
+	}
+	return l, nil
 }
 
 // Run connects and delivers events until ctx ends, then returns nil. It
@@ -98,17 +146,22 @@ func NewLongConn(cfg LongConnConfig, handle EventHandler, clock Clock, logger *s
 // at once, so a dropped connection is not reopened. The socket itself stays
 // open until the process exits. Call Run once per process.
 func (l *LongConn) Run(ctx context.Context) error {
+	failed := 0 // restarts in a row that did not connect
 	for {
 		if ctx.Err() != nil {
 			return nil //nolint:nilerr // cancellation is the normal end: a client started now could never be stopped
 		}
+		before := l.connected.Load()
+		// Start returns when its first connect gives up; a client that
+		// connected and later gives up reconnecting only logs it, which
+		// connWatch turns into the same signal.
+		done := make(chan error, 2)
 		client := larkws.NewClient(l.cfg.AppID, l.cfg.AppSecret,
 			larkws.WithDomain(l.cfg.BaseURL),
 			larkws.WithEventHandler(l.dispatcher()),
-			larkws.WithLogger(sdkLogger{l.logger}),
+			larkws.WithLogger(connWatch{sdkLogger{l.logger}, l.onConnect, done}),
 			larkws.WithLogLevel(larkcore.LogLevelInfo),
 		)
-		done := make(chan error, 1)
 		go func() { done <- client.Start(ctx) }()
 
 		select {
@@ -119,16 +172,90 @@ func (l *LongConn) Run(ctx context.Context) error {
 			if errors.As(err, &refused) {
 				return fmt.Errorf("feishu long connection refused: %w", err)
 			}
+			if l.connected.Load() > before {
+				failed = 0
+			}
+			delay := l.restartDelay(failed)
+			failed++
 			l.logger.Warn("feishu long connection gave up; starting a new one",
-				"error", err, "delay", l.cfg.RestartDelay)
+				"error", err, "delay", delay, "attempt", failed)
+			l.restarts.Inc()
+			_ = l.clock.Sleep(ctx, delay) // ends early when ctx does
 		}
-		_ = l.clock.Sleep(ctx, l.cfg.RestartDelay) // ends early when ctx does
 		select {
 		case <-ctx.Done():
 			return nil
 		default:
 		}
 	}
+}
+
+// restartDelay is the pause before the restart that follows failed ones
+// that did not connect: RestartDelay doubled that many times, capped, drawn
+// from its upper half.
+func (l *LongConn) restartDelay(failed int) time.Duration {
+	d := l.cfg.RestartDelay
+	for range min(failed, 30) {
+		if d >= l.cfg.MaxRestartDelay {
+			break
+		}
+		d *= 2
+	}
+	d = min(d, l.cfg.MaxRestartDelay)
+	return d/2 + time.Duration(l.cfg.Rand()*float64(d/2))
+}
+
+// onConnect counts and logs a connection the SDK opened.
+func (l *LongConn) onConnect(ctx context.Context, detail string) {
+	n := l.connected.Add(1)
+	l.connects.Inc()
+	what := "feishu long connection connected"
+	if n > 1 {
+		what = "feishu long connection reconnected"
+	}
+	l.logger.InfoContext(ctx, what, "connects", n, "detail", detail)
+}
+
+// connWatch passes the SDK's log lines on and calls onConnect for the line
+// the SDK writes once its websocket is up ("connected to <url>", from
+// larkws.Client.connect, the one place every connect and reconnect goes
+// through). The SDK offers no hook and dials with its own dialer, so its
+// log line is the least fragile signal; TestLongConnReconnectsWithoutLoss
+// fails if an SDK upgrade changes it.
+type connWatch struct {
+	sdkLogger
+	onConnect func(ctx context.Context, detail string)
+	// gaveUp receives the error a connected client logs when its own
+	// reconnecting ends ("unable to connect to server after N retries"):
+	// it then stays silent forever, so Run starts a fresh one.
+	gaveUp chan<- error
+}
+
+func (w connWatch) Error(ctx context.Context, args ...any) {
+	if len(args) == 1 {
+		if err, ok := args[0].(error); ok && strings.HasPrefix(err.Error(), "unable to connect to server") {
+			select {
+			case w.gaveUp <- err:
+			default:
+			}
+		}
+	}
+	w.sdkLogger.Error(ctx, args...)
+}
+
+func (w connWatch) Info(ctx context.Context, args ...any) {
+	if len(args) > 0 {
+		if first, ok := args[0].(string); ok && strings.HasPrefix(first, "connected to ") {
+			// The URL carries the connection's ticket: log its id, not it.
+			detail := ""
+			if len(args) > 1 {
+				detail = fmt.Sprint(args[1:]...)
+			}
+			w.onConnect(ctx, detail)
+			return
+		}
+	}
+	w.sdkLogger.Info(ctx, args...)
 }
 
 // dispatcher routes every configured event type to the handler with its raw

@@ -89,6 +89,7 @@ type Server struct {
 	reactions []Reaction
 	seq       int
 	ws        *wsState
+	users     map[string]User
 }
 
 // New starts a fake closed when t ends.
@@ -252,6 +253,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, req Request) {
 			"activate_status": 2, "app_name": BotName, "avatar_url": "https://example.invalid/avatar.png",
 			"ip_white_list": []string{}, "open_id": BotOpenID,
 		}})
+	case strings.HasPrefix(r.URL.Path, contactUsers) && r.Method == http.MethodGet:
+		s.user(w, r)
 	case r.URL.Path == msgs && r.Method == http.MethodPost:
 		s.create(w, r, req)
 	case strings.HasPrefix(r.URL.Path, msgs+"/") && len(parts) == 3 && parts[2] == "reply" && r.Method == http.MethodPost:

@@ -45,10 +45,14 @@ type wsState struct {
 	seq      int
 	waiting  map[string]chan int
 	changed  chan struct{} // closed and replaced on every connect
+	// published are the events sent with Publish, acknowledged or not.
+	published []*published
+	// reconnectCount and reconnectInterval are the ClientConfig handed out.
+	reconnectCount, reconnectInterval int
 }
 
 func newWSState() *wsState {
-	return &wsState{waiting: map[string]chan int{}, changed: make(chan struct{})}
+	return &wsState{waiting: map[string]chan int{}, changed: make(chan struct{}), reconnectCount: -1, reconnectInterval: 1}
 }
 
 func (st *wsState) closeAll() {
@@ -58,6 +62,7 @@ func (st *wsState) closeAll() {
 	st.mu.Unlock()
 	for _, c := range conns {
 		_ = c.conn.Close()
+		st.lost(c)
 	}
 }
 
@@ -66,13 +71,13 @@ func (st *wsState) closeAll() {
 func (s *Server) serveWSEndpoint(w http.ResponseWriter, r *http.Request) {
 	s.ws.mu.Lock()
 	s.ws.seq++
-	n := s.ws.seq
+	n, count, interval := s.ws.seq, s.ws.reconnectCount, s.ws.reconnectInterval
 	s.ws.mu.Unlock()
 	u := "ws" + strings.TrimPrefix(s.URL, "http") + wsPath + "?device_id=fake-device-" + strconv.Itoa(n) + "&service_id=1"
 	writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "data": map[string]any{
 		"URL": u,
 		"ClientConfig": map[string]any{
-			"ReconnectCount": -1, "ReconnectInterval": 1, "ReconnectNonce": 0, "PingInterval": 120,
+			"ReconnectCount": count, "ReconnectInterval": interval, "ReconnectNonce": 0, "PingInterval": 120,
 		},
 	}})
 }
@@ -93,6 +98,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	st.changed = make(chan struct{})
 	st.mu.Unlock()
 	go st.readLoop(c)
+	st.flush()
 }
 
 func (st *wsState) readLoop(c *wsConn) {
@@ -106,6 +112,8 @@ func (st *wsState) readLoop(c *wsConn) {
 			}
 		}
 		st.mu.Unlock()
+		st.lost(c)
+		st.flush()
 	}()
 	for {
 		_, msg, err := c.conn.ReadMessage()
@@ -136,6 +144,7 @@ func (st *wsState) readLoop(c *wsConn) {
 			if ch != nil {
 				ch <- resp.StatusCode
 			}
+			st.acked(id, resp.StatusCode)
 		}
 	}
 }
@@ -162,6 +171,15 @@ func (s *Server) WaitConnects(ctx context.Context, n int) error {
 			return fmt.Errorf("waiting for long connection %d (have %d): %w", n, got, ctx.Err())
 		}
 	}
+}
+
+// SetReconnect changes the ClientConfig the endpoint hands out from now
+// on: the SDK retries count times (-1, the default: forever) interval
+// seconds apart (default 1) after a connection drops, then gives up.
+func (s *Server) SetReconnect(count, interval int) {
+	s.ws.mu.Lock()
+	defer s.ws.mu.Unlock()
+	s.ws.reconnectCount, s.ws.reconnectInterval = count, interval
 }
 
 // DropConnections closes every open long connection, as a network failure would.

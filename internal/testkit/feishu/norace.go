@@ -1,0 +1,5 @@
+//go:build !race
+
+package feishu
+
+const raceDetector = false
