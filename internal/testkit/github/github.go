@@ -64,6 +64,7 @@ type Server struct {
 	AppID int64
 	Slug  string
 
+	t   testing.TB
 	srv *httptest.Server
 	mux *http.ServeMux
 	key *rsa.PrivateKey
@@ -80,6 +81,9 @@ type Server struct {
 	st          *store
 	users       users
 	used        map[int64]int // installation → requests counted against its quota
+	violations  []Violation
+	expecting   int            // Expect calls running
+	operations  map[string]int // operationId → requests
 }
 
 // RateLimit is the hourly primary quota the fake reports per installation
@@ -100,6 +104,7 @@ func New(t testing.TB) *Server {
 		t.Fatalf("generating fake GitHub App key: %v", err)
 	}
 	s := &Server{
+		t:           t,
 		AppID:       1,
 		Slug:        "superagent",
 		mux:         http.NewServeMux(),
@@ -110,6 +115,7 @@ func New(t testing.TB) *Server {
 		customRoles: map[string]string{},
 		faults:      map[string][]Fault{},
 		used:        map[int64]int{},
+		operations:  map[string]int{},
 		conv:        &conversation{},
 		st:          newStore(),
 	}
@@ -201,9 +207,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-RateLimit-Resource", "core")
 	}
 	s.mu.Unlock()
+	c := s.checkRequest(r, body)
 	if fault != nil && fault.Status == 0 {
 		rec := httptest.NewRecorder()
 		s.mux.ServeHTTP(rec, r)
+		s.checkResponse(c, rec.Code, rec.Header(), rec.Body.Bytes())
 		hold(r, fault.Delay)
 		for name, vs := range rec.Header() {
 			w.Header()[name] = vs
@@ -213,6 +221,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fault != nil {
+		// A planted answer is the test's to shape (an outage, a limit):
+		// only the request is held to the contract.
 		hold(r, fault.Delay)
 		for name, vs := range fault.Header {
 			w.Header()[name] = vs
@@ -222,7 +232,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, fault.Body)
 		return
 	}
-	s.mux.ServeHTTP(w, r)
+	if c == nil {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	tw := &tee{ResponseWriter: w}
+	s.mux.ServeHTTP(tw, r)
+	s.checkResponse(c, tw.status, w.Header(), tw.body.Bytes())
 }
 
 // hold waits d or until the caller gives up.
@@ -286,15 +302,32 @@ func (s *Server) TokensIssued() int {
 	return s.tokenCount
 }
 
+// appPermissions are the permissions the fake App holds, as GET /app and
+// installation tokens report them.
+func appPermissions() map[string]any {
+	return map[string]any{"contents": "write", "issues": "write", "pull_requests": "write", "checks": "write", "metadata": "read", "actions": "read"}
+}
+
+// appJSON is the App as GET /app answers it (integration), from the
+// published example.
+func (s *Server) appJSON() map[string]any {
+	m := s.canned("integration")
+	return overlay(m, map[string]any{
+		"id": s.AppID, "slug": s.Slug, "name": s.Slug, "node_id": "A_fake", "client_id": "Iv1.fake" + strconv.FormatInt(s.AppID, 10),
+		"owner":        s.orgJSON("superagent-dev", 1),
+		"html_url":     "https://github.com/apps/" + s.Slug,
+		"external_url": "https://superagent.example.com",
+		"description":  "",
+		"permissions":  appPermissions(),
+		"events":       []any{"check_run", "issue_comment", "issues", "pull_request", "pull_request_review", "pull_request_review_comment", "workflow_run"},
+	})
+}
+
 func (s *Server) getApp(w http.ResponseWriter, r *http.Request) {
 	if !s.AuthorizeApp(w, r) {
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{
-		"id": s.AppID, "slug": s.Slug, "name": s.Slug, "node_id": "A_fake",
-		"owner":    map[string]any{"login": "superagent-dev", "id": 1, "type": "Organization"},
-		"html_url": "https://github.com/apps/" + s.Slug,
-	})
+	WriteJSON(w, http.StatusOK, s.appJSON())
 }
 
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
@@ -311,12 +344,14 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	tok := fmt.Sprintf("ghs_fake%d_%d", id, s.tokenCount)
 	s.tokens[tok] = id
 	s.mu.Unlock()
-	WriteJSON(w, http.StatusCreated, map[string]any{
+	m := s.canned("installation-token")
+	delete(m, "repositories") // listed only for repository_selection "selected"
+	WriteJSON(w, http.StatusCreated, overlay(m, map[string]any{
 		"token":                tok,
 		"expires_at":           time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
-		"permissions":          map[string]string{"contents": "write", "issues": "write", "pull_requests": "write", "checks": "write", "metadata": "read"},
+		"permissions":          appPermissions(),
 		"repository_selection": "all",
-	})
+	}))
 }
 
 func (s *Server) getPermission(w http.ResponseWriter, r *http.Request) {
@@ -344,9 +379,11 @@ func (s *Server) getPermission(w http.ResponseWriter, r *http.Request) {
 	if base, ok := s.customRoles[level]; ok {
 		permission = base
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{
-		"permission": permission,
-		"role_name":  role,
-		"user":       map[string]any{"login": user, "type": "User"},
-	})
+	m := s.canned("repository-collaborator-permission-response-if-user-has-admin-permissions")
+	u := s.userJSON(user)
+	u["permissions"] = map[string]any{"admin": permission == "admin", "maintain": role == "maintain",
+		"push": permission == "admin" || permission == "write", "triage": role == "triage" || permission == "write" || permission == "admin",
+		"pull": permission != "none"}
+	u["role_name"] = role
+	WriteJSON(w, http.StatusOK, overlay(m, map[string]any{"permission": permission, "role_name": role, "user": u}))
 }
