@@ -21,7 +21,7 @@ type HookAttributes struct {
 
 // Permissions returns the repository permissions the service needs: it
 // pushes branches, opens and updates pull requests, comments on issues,
-// reads check results and reads repository metadata. Workflows write is added
+// reads check results, workflow runs and repository metadata. Workflows write is added
 // only when the agents may change CI files, since GitHub refuses pushes that
 // touch .github/workflows without it.
 func Permissions(workflows bool) map[string]string {
@@ -31,6 +31,8 @@ func Permissions(workflows bool) map[string]string {
 		"issues":        "write",
 		"checks":        "write",
 		"metadata":      "read",
+		// workflow_run events reach an App only with Actions read.
+		"actions": "read",
 	}
 	if workflows {
 		p["workflows"] = "write"
