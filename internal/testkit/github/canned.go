@@ -105,3 +105,14 @@ func (s *Server) repoReplacer(fullName string, extra ...string) *strings.Replace
 	}, extra...)
 	return strings.NewReplacer(pairs...)
 }
+
+// Example returns a fresh copy of GitHub's published example name
+// (components/examples, e.g. "base-installation-items"), walking into it
+// by keys, for a test that Handles a route of its own to start its answer
+// from: the fake holds that answer to the description like its own.
+func (s *Server) Example(name string, keys ...any) map[string]any { return s.canned(name, keys...) }
+
+// Overlay sets src's members on dst, merging nested objects member by
+// member and replacing anything else, and returns dst: a test's values laid
+// over an Example.
+func Overlay(dst, src map[string]any) map[string]any { return overlay(dst, src) }

@@ -122,6 +122,9 @@ func New(t testing.TB) *Server {
 	s.mux.HandleFunc("GET /app", s.getApp)
 	s.mux.HandleFunc("POST /app/installations/{id}/access_tokens", s.createToken)
 	s.mux.HandleFunc("GET /repos/{owner}/{repo}/collaborators/{user}/permission", s.getPermission)
+	// GitHub answers an unknown route with its JSON error, not net/http's
+	// text.
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { WriteError(w, http.StatusNotFound, "Not Found") })
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	t.Cleanup(s.srv.Close)
@@ -319,7 +322,9 @@ func (s *Server) appJSON() map[string]any {
 		"external_url": "https://superagent.example.com",
 		"description":  "",
 		"permissions":  appPermissions(),
-		"events":       []any{"check_run", "issue_comment", "issues", "pull_request", "pull_request_review", "pull_request_review_comment", "workflow_run"},
+		// What superagent's App manifest subscribes to.
+		"events": []any{"issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment",
+			"pull_request_review_thread", "check_run", "check_suite", "workflow_run", "push"},
 	})
 }
 

@@ -166,6 +166,11 @@ func Trim(doc map[string]any, ids []string) (map[string]any, error) {
 	if err := t.closure(); err != nil {
 		return nil, err
 	}
+	for _, e := range errata {
+		if err := e.apply(outPaths); err != nil {
+			return nil, err
+		}
+	}
 	comps := map[string]any{}
 	for kind, m := range t.comps {
 		comps[kind] = m
@@ -411,4 +416,42 @@ func (t *trimmer) schema(s any) any {
 		}
 	}
 	return out
+}
+
+// erratum corrects a schema the description gets wrong, where GitHub's
+// published example and its API agree with each other and not with the
+// schema. Each names its evidence; SEMANTICS.md beside the fake lists them.
+type erratum struct {
+	// at is the path of the schema under paths, as keys.
+	at []string
+	// from is a keyword renamed to to.
+	from, to string
+	why      string
+}
+
+var errata = []erratum{{
+	at: []string{"/app/installations", "get", "responses", "200", "content", "application/json", "schema",
+		"items", "properties", "account"},
+	from: "allOf", to: "anyOf",
+	why: "an installation's account is a user or organization (simple-user) or an enterprise, not both at once: " +
+		"the installation schema says anyOf, and the operation's own example (base-installation-items) is a simple-user " +
+		"that this allOf refuses",
+}}
+
+func (e erratum) apply(paths map[string]any) error {
+	var v any = paths
+	for _, k := range e.at {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("erratum %v: no %q", e.at, k)
+		}
+		v = m[k]
+	}
+	m, ok := v.(map[string]any)
+	if !ok || m[e.from] == nil {
+		return fmt.Errorf("erratum %v: no %s to correct (fixed upstream? drop the erratum)", e.at, e.from)
+	}
+	m[e.to] = m[e.from]
+	delete(m, e.from)
+	return nil
 }
