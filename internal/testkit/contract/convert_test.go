@@ -57,7 +57,7 @@ func TestConvertSchema(t *testing.T) {
 
 // The converted schemas validate as OpenAPI means them.
 func TestConvertedSchemaValidates(t *testing.T) {
-	c := contract.NewCompiler()
+	c := contract.NewCompiler(true)
 	comps := map[string]any{"user": contract.ConvertSchema(decode(t, `{"type":"object","required":["login"],"properties":{"login":{"type":"string"}}}`), rewrite)}
 	require.NoError(t, c.Add("mem://x/components.json", map[string]any{"$defs": comps}))
 	schema := contract.ConvertSchema(decode(t, `{
@@ -66,7 +66,8 @@ func TestConvertedSchemaValidates(t *testing.T) {
 			"conclusion":{"type":"string","enum":["success","failure"],"nullable":true},
 			"user":{"allOf":[{"$ref":"#/components/schemas/user"}],"nullable":true},
 			"at":{"type":"string","format":"date-time"},
-			"count":{"type":"integer","format":"int32"}
+			"count":{"type":"integer","format":"int32"},
+			"followers_url":{"type":"string","format":"uri-template"}
 		}}`), rewrite)
 	require.NoError(t, c.Add("mem://x/run.json", schema))
 	sch, err := c.Compile("mem://x/run.json")
@@ -78,6 +79,9 @@ func TestConvertedSchemaValidates(t *testing.T) {
 	}{
 		{`{"conclusion":null,"user":null}`, "", ""},
 		{`{"conclusion":"success","user":{"login":"octocat"},"at":"2024-01-02T03:04:05Z","count":3}`, "", ""},
+		{`{"conclusion":null,"user":null,"followers_url":"https://api.github.com/users/octocat/following{/other_user}{?since,all}"}`, "", ""},
+		{`{"conclusion":null,"user":null,"followers_url":"https://x/{/a"}`, "/followers_url", "no matching closing brace"},
+		{`{"conclusion":null,"user":null,"followers_url":"https://x/{a{b}}"}`, "/followers_url", "nested curly braces"},
 		{`{"conclusion":"maybe","user":null}`, "/conclusion", "value must be one of"},
 		{`{"user":null}`, "", "missing property 'conclusion'"},
 		{`{"conclusion":null,"user":{}}`, "/user", "missing property 'login'"},

@@ -59,7 +59,7 @@ func LoadOpenAPI(name string, raw []byte) (*Spec, error) {
 	if !ok {
 		return nil, fmt.Errorf("decoding the %s description: not an object", name)
 	}
-	s := &Spec{doc: doc, compiler: NewCompiler(), base: "mem://contract/" + name + "/components.json"}
+	s := &Spec{doc: doc, compiler: NewCompiler(true), base: "mem://contract/" + name + "/components.json"}
 	comps, _ := dig(doc, "components", "schemas").(map[string]any)
 	defs := map[string]any{}
 	for n, sch := range comps {

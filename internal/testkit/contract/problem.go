@@ -10,6 +10,7 @@ package contract
 import (
 	"bytes"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -41,9 +42,12 @@ func (p Problem) String() string {
 
 var printer = message.NewPrinter(language.English)
 
+// Schema is a compiled schema.
+type Schema = jsonschema.Schema
+
 // Validate checks v (decoded with DecodeJSON) against sch and returns one
 // Problem per leaf failure, each located in where.
-func Validate(sch *jsonschema.Schema, where string, v any) []Problem {
+func Validate(sch *Schema, where string, v any) []Problem {
 	err := sch.Validate(v)
 	if err == nil {
 		return nil
@@ -80,21 +84,32 @@ func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
 	causes := e.Causes
 	switch e.ErrorKind.(type) {
 	case *kind.AnyOf, *kind.OneOf:
-		var deep []*jsonschema.ValidationError
-		for _, c := range causes {
-			if !shallow(c, len(e.InstanceLocation)) {
-				deep = append(deep, c)
-			}
-		}
-		if len(deep) > 0 {
-			causes = deep
-		}
+		depth := len(e.InstanceLocation)
+		causes = drop(causes, func(c *jsonschema.ValidationError) bool { return shallow(c, depth) })
+		// Branches told apart by a member's constant (a webhook's
+		// "action"): the ones for another constant say nothing useful.
+		causes = drop(causes, func(c *jsonschema.ValidationError) bool { return otherBranch(c, depth) })
 	}
 	var out []*jsonschema.ValidationError
 	for _, c := range causes {
 		out = append(out, leaves(c)...)
 	}
 	return out
+}
+
+// drop removes the branches that useless reports, unless it would remove
+// them all.
+func drop(branches []*jsonschema.ValidationError, useless func(*jsonschema.ValidationError) bool) []*jsonschema.ValidationError {
+	var keep []*jsonschema.ValidationError
+	for _, b := range branches {
+		if !useless(b) {
+			keep = append(keep, b)
+		}
+	}
+	if len(keep) == 0 {
+		return branches
+	}
+	return keep
 }
 
 // shallow reports whether branch c failed only on the type of the value
@@ -106,6 +121,20 @@ func shallow(c *jsonschema.ValidationError, depth int) bool {
 		}
 	}
 	return true
+}
+
+// otherBranch reports whether branch c refused a direct member of the
+// value at depth for not being its constant or one of its enum.
+func otherBranch(c *jsonschema.ValidationError, depth int) bool {
+	for _, l := range leaves(c) {
+		switch l.ErrorKind.(type) {
+		case *kind.Const, *kind.Enum:
+			if len(l.InstanceLocation) == depth+1 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func pointer(tokens []string) string {
@@ -131,15 +160,23 @@ type Compiler struct {
 	compiled map[string]*jsonschema.Schema
 }
 
-// NewCompiler returns a compiler for draft 2020-12 that asserts formats
-// (date-time, uri, email…) and knows OpenAPI's int32 and int64.
-func NewCompiler() *Compiler {
+// NewCompiler returns a compiler for draft 2020-12 (unless a schema says
+// otherwise) that knows OpenAPI's int32 and int64 and, with assertFormats,
+// fails values of the wrong format (date-time, uri, email…) rather than
+// only annotating them.
+func NewCompiler(assertFormats bool) *Compiler {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
+	if assertFormats {
+		c.AssertFormat()
+	}
 	for name, bits := range map[string]uint{"int32": 32, "int64": 64} {
 		c.RegisterFormat(&jsonschema.Format{Name: name, Validate: intFormat(bits)})
 	}
+	// The library's uri-template splits on "/" before matching braces, so
+	// RFC 6570's {/path} expressions (GitHub's "…/followers{/other_user}")
+	// fail it.
+	c.RegisterFormat(&jsonschema.Format{Name: "uri-template", Validate: uriTemplate})
 	return &Compiler{c: c, compiled: map[string]*jsonschema.Schema{}}
 }
 
@@ -184,4 +221,40 @@ func (c *Compiler) Compile(loc string) (*jsonschema.Schema, error) {
 	}
 	c.compiled[loc] = s
 	return s, nil
+}
+
+// uriTemplate checks RFC 6570 syntax: balanced, unnested braces around
+// non-empty expressions, and a URI reference around them.
+func uriTemplate(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	var rest strings.Builder
+	open := false
+	start := 0
+	for i, ch := range s {
+		switch {
+		case ch == '{' && open:
+			return fmt.Errorf("nested curly braces")
+		case ch == '{':
+			open, start = true, i
+		case ch == '}' && !open:
+			return fmt.Errorf("unmatched closing brace")
+		case ch == '}':
+			if i == start+1 {
+				return fmt.Errorf("empty expression")
+			}
+			open = false
+		case !open:
+			rest.WriteRune(ch)
+		}
+	}
+	if open {
+		return fmt.Errorf("no matching closing brace")
+	}
+	if _, err := url.Parse(rest.String()); err != nil {
+		return fmt.Errorf("not a URI around its expressions: %w", err)
+	}
+	return nil
 }
