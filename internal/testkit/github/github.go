@@ -11,7 +11,16 @@
 // check runs, users and a small GraphQL endpoint (see repos.go). Later
 // features add routes with Handle, reusing Authorize, WriteJSON and the
 // recorded requests. SignWebhook signs webhook deliveries sent to the
-// service under test.
+// service under test, and CheckWebhook holds their payloads to GitHub's
+// webhook schemas.
+//
+// Every request the fake receives is matched to an operation of GitHub's
+// REST description (testdata/api.github.com.json) and checked, and so is
+// every answer it gives: a mismatch fails the test using the fake (see
+// Expect, and contract.go). Answers start from GitHub's published examples
+// with the fake's state laid over them (canned.go). SEMANTICS.md lists what
+// the schemas cannot say: run and job ids, permission and role_name, event
+// permissions, pagination, rate limits.
 package github
 
 import (
