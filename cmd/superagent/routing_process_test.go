@@ -119,6 +119,7 @@ func TestRequestIsRoutedIntoATicket(t *testing.T) {
 // requires that it is accepted.
 func deliverGitHub(t *testing.T, p *proc, secret, event, guid string, body []byte) {
 	t.Helper()
+	fakegithub.CheckWebhook(t, event, body)
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+p.addr+"/webhooks/github", bytes.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
