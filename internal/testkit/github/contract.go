@@ -36,20 +36,7 @@ func outOfContract(r *http.Request) bool {
 
 // Violation is one way a request the fake received, or an answer it gave,
 // breaks GitHub's description.
-type Violation struct {
-	Method, Path string
-	// Operation is the operationId matched, "" for an undocumented route.
-	Operation string
-	contract.Problem
-}
-
-func (v Violation) String() string {
-	op := v.Operation
-	if op == "" {
-		op = "no documented operation"
-	}
-	return v.Method + " " + v.Path + " (" + op + "): " + v.Problem.String()
-}
+type Violation = contract.Violation
 
 // checked is a request matched to the contract, waiting for its answer.
 type checked struct {
@@ -96,44 +83,7 @@ func (s *Server) checkResponse(c *checked, status int, header http.Header, body 
 	}
 }
 
-func (s *Server) report(v Violation) {
-	s.mu.Lock()
-	s.violations = append(s.violations, v)
-	expecting := s.expecting > 0
-	s.mu.Unlock()
-	if !expecting {
-		s.t.Errorf("fake GitHub: contract violation: %s", v)
-	}
-}
-
-// Expect runs f and returns the contract violations reported meanwhile,
-// which then do not fail the test: for tests that send what GitHub's
-// description forbids on purpose (the fake's own refusals, the checker's
-// tests). Everything the fake receives while f runs is covered, the
-// product's background requests included.
-func (s *Server) Expect(f func()) []Violation {
-	s.mu.Lock()
-	s.expecting++
-	from := len(s.violations)
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.expecting--
-		s.mu.Unlock()
-	}()
-	f()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Violation(nil), s.violations[from:]...)
-}
-
-// Violations returns every violation reported so far (each also failed
-// the test).
-func (s *Server) Violations() []Violation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Violation(nil), s.violations...)
-}
+func (s *Server) report(v Violation) { s.Report(v) }
 
 func (s *Server) covered(id string) {
 	s.mu.Lock()

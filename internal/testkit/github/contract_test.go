@@ -103,7 +103,7 @@ func TestPlantedUndocumentedPath(t *testing.T) {
 		require.Equal(t, http.StatusOK, status)
 	})
 	require.Len(t, v, 1)
-	require.Equal(t, "GET /repos/octo/widgets/secret-sauce (no documented operation): route: no operation in GitHub's REST description "+
+	require.Equal(t, "GET /repos/octo/widgets/secret-sauce (undocumented): route: no operation in GitHub's REST description "+
 		"(testdata/operations.txt lists the ones the fake is held to)", v[0].String())
 
 	v = e.fake.Expect(func() { e.raw(t, http.MethodDelete, "/repos/octo/widgets/check-runs/1", "") })

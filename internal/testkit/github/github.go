@@ -43,6 +43,7 @@ import (
 	"github.com/golang-jwt/jwt/v4"
 
 	"github.com/superagent-dev/superagent/internal/retry"
+	"github.com/superagent-dev/superagent/internal/testkit/contract"
 )
 
 // Request is one recorded request.
@@ -72,6 +73,9 @@ type Server struct {
 	// AppID and Slug describe the App the fake pretends to be.
 	AppID int64
 	Slug  string
+
+	// Reporter holds the contract violations (Expect, Violations).
+	*contract.Reporter
 
 	t   testing.TB
 	srv *httptest.Server
@@ -113,6 +117,7 @@ func New(t testing.TB) *Server {
 		t.Fatalf("generating fake GitHub App key: %v", err)
 	}
 	s := &Server{
+		Reporter:    contract.NewReporter(t, "fake GitHub"),
 		t:           t,
 		AppID:       1,
 		Slug:        "superagent",

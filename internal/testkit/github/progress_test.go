@@ -119,7 +119,9 @@ func TestEditIssueComment(t *testing.T) {
 
 	status, _ := e.raw(t, http.MethodPatch, "/repos/octo/widgets/issues/comments/"+jsonIDOf(c.GetID()), `{"body":"State: paused"}`)
 	require.Equal(t, http.StatusOK, status)
-	v := e.fake.Expect(func() { status, _ = e.raw(t, http.MethodPatch, "/repos/octo/widgets/issues/comments/"+jsonIDOf(c.GetID()), `{}`) })
+	v := e.fake.Expect(func() {
+		status, _ = e.raw(t, http.MethodPatch, "/repos/octo/widgets/issues/comments/"+jsonIDOf(c.GetID()), `{}`)
+	})
 	require.Equal(t, http.StatusUnprocessableEntity, status)
 	require.Len(t, v, 1)
 	require.Equal(t, "request body: missing property 'body'", v[0].Problem.String())

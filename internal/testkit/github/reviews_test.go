@@ -91,7 +91,9 @@ func TestReviewsAndThreads(t *testing.T) {
 	// the product replies through .../replies instead.
 	var reply *github.PullRequestComment
 	var resp *github.Response
-	v := e.fake.Expect(func() { reply, resp, err = e.gh.PullRequests.CreateCommentInReplyTo(ctx, "octo", "widgets", n, "Renamed", c1) })
+	v := e.fake.Expect(func() {
+		reply, resp, err = e.gh.PullRequests.CreateCommentInReplyTo(ctx, "octo", "widgets", n, "Renamed", c1)
+	})
 	require.Len(t, v, 1)
 	require.Equal(t, "request body: missing properties 'commit_id', 'path'", v[0].Problem.String())
 	require.NoError(t, err)
