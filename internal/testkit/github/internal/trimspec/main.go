@@ -438,7 +438,11 @@ var errata = []erratum{{
 		"that this allOf refuses",
 }}
 
+// apply corrects paths, where the erratum's operation is kept.
 func (e erratum) apply(paths map[string]any) error {
+	if item, _ := paths[e.at[0]].(map[string]any); item == nil || item[e.at[1]] == nil {
+		return nil // the operation is not in operations.txt
+	}
 	var v any = paths
 	for _, k := range e.at {
 		m, ok := v.(map[string]any)
