@@ -45,4 +45,4 @@ contracts: ## run the suites on the fakes, one package at a time, and write docs
 	for p in $(CONTRACT_SUITES); do \
 		SUPERAGENT_CONTRACT_COVERAGE=$(CONTRACT_COVERAGE) $(GO) test -count=1 -p 1 $$p || exit 1; \
 	done
-	$(GO) run ./internal/contractdoc -coverage $(CONTRACT_COVERAGE) -out docs/contracts.md
+	$(GO) run ./internal/testkit/contractdoc -coverage $(CONTRACT_COVERAGE) -out docs/contracts.md

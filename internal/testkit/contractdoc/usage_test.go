@@ -11,7 +11,7 @@ import (
 // Every platform operation the product's code uses is one a fake holds to
 // the platform's description: a new call must come with its contract.
 func TestEveryUseIsHeldToADescription(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	require.NoError(t, err)
 	r, err := collect(root)
 	require.NoError(t, err)

@@ -36,7 +36,7 @@ func productFiles(root string) ([]string, error) {
 		rel, _ := filepath.Rel(root, p)
 		if d.IsDir() {
 			switch rel {
-			case "internal/testkit", "internal/contractdoc", "internal/bench", ".git", "node_modules":
+			case "internal/testkit", "internal/bench", ".git", "node_modules":
 				return filepath.SkipDir
 			}
 			if strings.HasPrefix(d.Name(), ".") && rel != "." {

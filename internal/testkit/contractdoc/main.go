@@ -141,7 +141,7 @@ func write(w io.Writer, r report, covered map[string][]string) int {
 	}
 	fmt.Fprint(w, `# Platform contracts: what the product uses, and what tests hold to them
 
-Written by `+"`make contracts`"+` (internal/contractdoc). Do not edit by hand.
+Written by `+"`make contracts`"+` (internal/testkit/contractdoc). Do not edit by hand.
 It reads the product's code (no tests) for the GitHub REST operations,
 webhook events and Feishu calls it uses. It runs the suites that use the fakes
 with `+"`"+contract.CoverageEnv+"`"+` set. "Covered" means a test exercised
