@@ -7,7 +7,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 SUPERAGENT_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export SUPERAGENT_TEST_DATABASE_URL
 
-.PHONY: help run build test test-sqlite lint bench
+.PHONY: help run build test test-sqlite lint bench contracts
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -33,3 +33,16 @@ bench: ## measured figures, with ratios against baselines taken in the same run
 	$(GO) test -run '^$$' -bench 'BenchmarkAssemble' -benchmem ./promptparts
 	$(GO) test -run '^$$' -bench 'BenchmarkStep' -benchmem -benchtime 1000x ./session
 	$(GO) test -run '^$$' -bench 'BenchmarkRun' -benchtime 200x ./executor/workspace
+
+# The suites whose tests talk to the fakes (internal/testkit), which hold
+# every request, answer and webhook payload to the platforms' descriptions.
+CONTRACT_SUITES ?= ./internal/githubapp ./internal/feishu ./outbox ./webhooks ./executor ./orchestrator \
+	./admin ./cmd/superagent/internal/doctor ./cmd/superagent/internal/setup ./cmd/superagent
+CONTRACT_COVERAGE ?= $(CURDIR)/.contract-coverage
+
+contracts: ## run the suites on the fakes, one package at a time, and write docs/contracts.md
+	rm -rf $(CONTRACT_COVERAGE) && mkdir -p $(CONTRACT_COVERAGE)
+	for p in $(CONTRACT_SUITES); do \
+		SUPERAGENT_CONTRACT_COVERAGE=$(CONTRACT_COVERAGE) $(GO) test -count=1 -p 1 $$p || exit 1; \
+	done
+	$(GO) run ./internal/testkit/contractdoc -coverage $(CONTRACT_COVERAGE) -out docs/contracts.md

@@ -116,7 +116,7 @@ func TestOversizedBodies(t *testing.T) {
 		body := &countingReader{limit: 26 << 20}
 		req := httptest.NewRequest(http.MethodPost, "/webhooks/github", body)
 		req.ContentLength = 26 << 20
-		signed := e.request(t, "issues", e.guid(), nil)
+		signed := e.rawRequest(t, "issues", e.guid(), nil)
 		req.Header = signed.Header
 		rec := httptest.NewRecorder()
 		r.ServeHTTP(rec, req)
@@ -127,7 +127,7 @@ func TestOversizedBodies(t *testing.T) {
 		body := &countingReader{limit: 40 << 20}
 		req := httptest.NewRequest(http.MethodPost, "/webhooks/github", body)
 		req.ContentLength = -1
-		signed := e.request(t, "issues", e.guid(), nil)
+		signed := e.rawRequest(t, "issues", e.guid(), nil)
 		req.Header = signed.Header
 		rec := httptest.NewRecorder()
 		r.ServeHTTP(rec, req)
@@ -169,7 +169,7 @@ func TestRefusedFromTheHeadersAlone(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			body := &countingReader{limit: 1 << 20}
 			req := httptest.NewRequest(http.MethodPost, "/webhooks/github", body)
-			req.Header = e.request(t, "issues", e.guid(), nil).Header
+			req.Header = e.rawRequest(t, "issues", e.guid(), nil).Header
 			c.modify(req.Header)
 			rec := httptest.NewRecorder()
 			r.ServeHTTP(rec, req)
@@ -207,7 +207,7 @@ func TestMalformedAndUnknown(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d)
 		t.Run("malformed JSON under a valid signature", func(t *testing.T) {
-			a := e.send(t, e.request(t, "issues", e.guid(), []byte(`{"action": "opened", "issue": {`)))
+			a := e.send(t, e.rawRequest(t, "issues", e.guid(), []byte(`{"action": "opened", "issue": {`)))
 			require.Equal(t, http.StatusAccepted, a.Status)
 			e.work(t, a.Delivery)
 			got := e.delivery(t, a.Delivery)
@@ -218,7 +218,7 @@ func TestMalformedAndUnknown(t *testing.T) {
 			require.Zero(t, count(t, d, "SELECT COUNT(*) FROM cards"))
 		})
 		t.Run("valid JSON of the wrong shape", func(t *testing.T) {
-			a := e.send(t, e.request(t, "issues", e.guid(), []byte(`{"action": "opened", "issue": "not an object"}`)))
+			a := e.send(t, e.rawRequest(t, "issues", e.guid(), []byte(`{"action": "opened", "issue": "not an object"}`)))
 			require.Equal(t, http.StatusAccepted, a.Status)
 			e.work(t, a.Delivery)
 			got := e.delivery(t, a.Delivery)
@@ -226,7 +226,7 @@ func TestMalformedAndUnknown(t *testing.T) {
 			require.NotEmpty(t, got.Error)
 		})
 		t.Run("unknown event", func(t *testing.T) {
-			a := e.send(t, e.request(t, "star", e.guid(), []byte(`{"action":"created"}`)))
+			a := e.send(t, e.rawRequest(t, "star", e.guid(), []byte(`{"action":"created"}`)))
 			require.Equal(t, http.StatusAccepted, a.Status)
 			got := e.delivery(t, a.Delivery)
 			require.Equal(t, webhooks.DeliveryIgnored, got.State)
@@ -245,7 +245,7 @@ func TestMetrics(t *testing.T) {
 	guid := e.guid()
 	e.send(t, e.request(t, "issues", guid, body))
 	e.send(t, e.request(t, "issues", guid, body))
-	e.send(t, e.request(t, "made_up_event", e.guid(), body))
+	e.send(t, e.rawRequest(t, "made_up_event", e.guid(), body))
 	bad := e.request(t, "issues", e.guid(), body)
 	bad.Header.Set("X-Hub-Signature-256", "sha256=00")
 	e.send(t, bad)

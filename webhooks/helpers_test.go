@@ -96,8 +96,16 @@ func obj(m map[string]any, path ...string) map[string]any {
 	return m
 }
 
-// request builds a webhook request signed and headed as GitHub sends it.
+// request builds a webhook request signed and headed as GitHub sends it;
+// the payload must match GitHub's schema for event (rawRequest skips that,
+// for payloads GitHub would not send).
 func (e *env) request(t testing.TB, event, guid string, body []byte) *http.Request {
+	t.Helper()
+	fakegithub.CheckWebhook(t, event, body)
+	return e.rawRequest(t, event, guid, body)
+}
+
+func (e *env) rawRequest(t testing.TB, event, guid string, body []byte) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/webhooks/github", bytes.NewReader(body))
 	require.NoError(t, err)
@@ -137,7 +145,19 @@ func (e *env) send(t testing.TB, req *http.Request) answer {
 // and works the delivery's job; it returns the delivery id.
 func (e *env) deliver(t testing.TB, event string, body []byte) int64 {
 	t.Helper()
-	a := e.send(t, e.request(t, event, e.guid(), body))
+	return e.deliverRequest(t, e.request(t, event, e.guid(), body))
+}
+
+// deliverHostile is deliver for a payload GitHub would not send (it is not
+// held to GitHub's schema).
+func (e *env) deliverHostile(t testing.TB, event string, body []byte) int64 {
+	t.Helper()
+	return e.deliverRequest(t, e.rawRequest(t, event, e.guid(), body))
+}
+
+func (e *env) deliverRequest(t testing.TB, req *http.Request) int64 {
+	t.Helper()
+	a := e.send(t, req)
 	require.Equal(t, http.StatusAccepted, a.Status)
 	require.NotZero(t, a.Delivery)
 	e.work(t, a.Delivery)

@@ -34,7 +34,7 @@ func TestSignedPayloadsWithoutTheirObject(t *testing.T) {
 					}
 					delete(m, c.field)
 				})
-				id := e.deliver(t, c.event, body) // works the job: it must return, not panic
+				id := e.deliverHostile(t, c.event, body) // works the job: it must return, not panic
 				got := e.delivery(t, id)
 				require.Equal(t, webhooks.DeliveryFailed, got.State)
 				require.Contains(t, got.Error, c.reason)

@@ -3,8 +3,10 @@ package webhooks_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +23,31 @@ import (
 	"github.com/superagent-dev/superagent/webhooks"
 )
 
-var botUser = map[string]any{"login": "superagent[bot]", "id": float64(99), "type": "Bot"}
+var botUser = webhookUser("superagent[bot]", 99, "Bot")
+
+// webhookUser is a user as GitHub's payloads carry one, every field of it
+// (an issues fixture's sender, renamed), so that patched payloads still
+// match GitHub's schema.
+func webhookUser(login string, id float64, typ string) map[string]any {
+	b, err := os.ReadFile("testdata/github/issues/opened.payload.json")
+	if err != nil {
+		panic(err)
+	}
+	var m struct {
+		Sender map[string]any `json:"sender"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		panic(err)
+	}
+	u := m.Sender
+	for k, v := range u {
+		if s, ok := v.(string); ok {
+			u[k] = strings.ReplaceAll(s, "Codertocat", login)
+		}
+	}
+	u["login"], u["id"], u["type"], u["node_id"] = login, id, typ, fmt.Sprintf("U_%d", int64(id))
+	return u
+}
 
 func TestAddressing(t *testing.T) {
 	t.Parallel()
@@ -97,7 +123,7 @@ func TestAddressing(t *testing.T) {
 			require.Contains(t, got.Error, "bot")
 		})
 		t.Run("other bots make bot cards", func(t *testing.T) {
-			other := map[string]any{"login": "dependabot[bot]", "id": float64(49699333), "type": "Bot"}
+			other := webhookUser("dependabot[bot]", 49699333, "Bot")
 			body := patch(t, fixture(t, "issue_comment/created.payload.json"), func(m map[string]any) {
 				m["sender"] = other
 				obj(m, "comment")["user"] = other

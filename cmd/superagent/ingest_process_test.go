@@ -26,6 +26,7 @@ import (
 func TestKilledDuringBurstEveryAcknowledgedDeliveryHasOneCard(t *testing.T) {
 	payload, err := os.ReadFile(filepath.Join("testdata", "issue_comment.created.json"))
 	require.NoError(t, err)
+	fakegithub.CheckWebhook(t, "issue_comment", payload)
 	const secret = "burst-test-webhook-secret"
 	signature := fakegithub.SignWebhook(secret, payload)
 

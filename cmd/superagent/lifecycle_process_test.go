@@ -72,7 +72,7 @@ func TestTypoFixTellsItsStoryInTheLog(t *testing.T) {
 		raw, err := os.ReadFile(filepath.Join("testdata", "issue_comment.created.json"))
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(raw, &payload))
-		payload["installation"] = map[string]any{"id": 957387}
+		payload["installation"] = map[string]any{"id": 957387, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uOTU3Mzg3"} // as webhooks carry it
 		payload["comment"].(map[string]any)["body"] = "@superagent please fix the typo in the README"
 		body, err := json.Marshal(payload)
 		require.NoError(t, err)

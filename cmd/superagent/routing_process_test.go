@@ -34,7 +34,7 @@ func TestRequestIsRoutedIntoATicket(t *testing.T) {
 		raw, err := os.ReadFile(filepath.Join("testdata", "issue_comment.created.json"))
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(raw, &payload))
-		payload["installation"] = map[string]any{"id": 957387}
+		payload["installation"] = map[string]any{"id": 957387, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uOTU3Mzg3"} // as webhooks carry it
 		payload["comment"].(map[string]any)["body"] = "@superagent please fix the typo in the README"
 		body, err := json.Marshal(payload)
 		require.NoError(t, err)
@@ -119,6 +119,7 @@ func TestRequestIsRoutedIntoATicket(t *testing.T) {
 // requires that it is accepted.
 func deliverGitHub(t *testing.T, p *proc, secret, event, guid string, body []byte) {
 	t.Helper()
+	fakegithub.CheckWebhook(t, event, body)
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+p.addr+"/webhooks/github", bytes.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")

@@ -166,6 +166,9 @@ func (c *Client) installation(id int64) *installation {
 	}
 	tr := ghinstallation.NewFromAppsTransport(c.apps, id)
 	tr.BaseURL = c.apps.BaseURL
+	// Without options ghinstallation posts the body "null", which GitHub's
+	// description of POST .../access_tokens does not allow (an object).
+	tr.InstallationTokenOptions = &github.InstallationTokenOptions{}
 	writes := newWriteLimiter(c.cfg.Now, c.cfg.WritesPerMinute, c.cfg.WritesPerHour)
 	top := &installationTransport{label: formatInstallation(id), next: tr, wait: c.cfg.Wait, metrics: c.metrics, writes: writes}
 	in := &installation{tr: tr, client: c.newGitHub(top), writes: writes}

@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/superagent-dev/superagent/internal/testkit/contract"
 )
 
 // Token is the tenant access token the fake hands out and requires.
@@ -78,6 +81,10 @@ type Server struct {
 	// URL is the base URL to give lark.WithOpenBaseUrl.
 	URL string
 
+	// Reporter holds the contract violations (Expect, Violations).
+	*contract.Reporter
+
+	t   testing.TB
 	srv *httptest.Server
 
 	mu        sync.Mutex
@@ -94,7 +101,7 @@ type Server struct {
 
 // New starts a fake closed when t ends.
 func New(t testing.TB) *Server {
-	s := &Server{messages: map[string]*Message{}, uuids: map[string]string{}, ws: newWSState()}
+	s := &Server{Reporter: contract.NewReporter(t, "fake Feishu"), t: t, messages: map[string]*Message{}, uuids: map[string]string{}, ws: newWSState()}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	t.Cleanup(s.Close)
@@ -201,6 +208,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == wsPath {
 		s.serveWS(w, r)
 		return
+	}
+	c := s.checkRequest(r, raw)
+	if f == nil && c != nil {
+		// A scripted failure is the test's own answer; the fake's are
+		// held to the SDK's response types.
+		tw := &tee{ResponseWriter: w}
+		defer func() { s.checkAnswer(r, c, tw.body.Bytes()) }()
+		w = tw
 	}
 	if f != nil {
 		status := f.HTTPStatus
@@ -403,4 +418,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// tee passes an answer through while keeping a copy to check.
+type tee struct {
+	http.ResponseWriter
+	body bytes.Buffer
+}
+
+func (w *tee) Write(b []byte) (int, error) {
+	w.body.Write(b)
+	return w.ResponseWriter.Write(b)
 }

@@ -65,8 +65,12 @@ func TestFakeWireFormat(t *testing.T) {
 	require.Len(t, srv.Messages(), 1)
 	require.Len(t, srv.RequestsTo(http.MethodPost, "/open-apis/im/v1/messages"), 3)
 
-	code, _, _ = call(t, srv, http.MethodGet, "/open-apis/im/v1/nothing", fakefeishu.Token, nil)
+	v := srv.Expect(func() {
+		code, _, _ = call(t, srv, http.MethodGet, "/open-apis/im/v1/nothing", fakefeishu.Token, nil)
+	})
 	require.Equal(t, http.StatusNotFound, code)
+	require.Len(t, v, 1)
+	require.Equal(t, "route: no call in testdata/lark-openapi.json (extracted from @larksuiteoapi/lark-mcp) or handDocumented", v[0].Problem.String())
 }
 
 func TestFakeSignedEvent(t *testing.T) {

@@ -129,10 +129,13 @@ func (s *Server) combinedStatus(w http.ResponseWriter, r *http.Request, ref stri
 		WriteError(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{
-		"state": "success", "sha": refSHA(rp, ref), "total_count": 0, "statuses": []any{},
+	sha := refSHA(rp, ref)
+	WriteJSON(w, http.StatusOK, overlay(s.canned("combined-commit-status"), map[string]any{
+		"state": "success", "sha": sha, "total_count": 0, "statuses": []any{},
 		"repository": s.repoJSON(rp),
-	})
+		"commit_url": s.URL + "/repos/" + rp.fullName + "/commits/" + sha,
+		"url":        s.URL + "/repos/" + rp.fullName + "/commits/" + sha + "/status",
+	}))
 }
 
 // jobLogs redirects, as GitHub does, to a download URL that needs no
@@ -167,9 +170,9 @@ func (s *Server) downloadLog(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, timestamped(c.Log, c.finished))
 }
 
-// checkRunJSON is a check run as GitHub's REST API answers it: every field
-// the check-run schema requires, null where it is unset. st.mu must be
-// held.
+// checkRunJSON is a check run as GitHub's REST API answers it: the
+// published example with the run's state, null where it is unset. st.mu
+// must be held.
 func (s *Server) checkRunJSON(c *checkRun) map[string]any {
 	id := strconv.FormatInt(c.id, 10)
 	null := func(v string) any {
@@ -178,7 +181,8 @@ func (s *Server) checkRunJSON(c *checkRun) map[string]any {
 		}
 		return v
 	}
-	m := map[string]any{
+	m := s.canned("check-run")
+	m = overlay(m, map[string]any{
 		"id": c.id, "node_id": "CR_" + id, "name": c.Name, "head_sha": c.headSHA, "status": c.Status,
 		"conclusion": null(c.Conclusion), "external_id": c.externalID,
 		"url":        s.URL + "/repos/" + c.repo + "/check-runs/" + id,
@@ -189,8 +193,8 @@ func (s *Server) checkRunJSON(c *checkRun) map[string]any {
 		"check_suite":   map[string]any{"id": c.id},
 		"pull_requests": []any{},
 		"details_url":   null(c.detailsURL),
-		"app":           map[string]any{"id": 15368, "slug": "github-actions", "name": "GitHub Actions"},
-	}
+		"app":           s.actionsAppJSON(),
+	})
 	if !c.byApp {
 		// GitHub Actions points details at the job of its workflow run.
 		run := id
@@ -199,12 +203,28 @@ func (s *Server) checkRunJSON(c *checkRun) map[string]any {
 		}
 		m["details_url"] = "https://github.com/" + c.repo + "/actions/runs/" + run + "/job/" + id
 	} else {
-		m["app"] = map[string]any{"id": s.AppID, "slug": s.Slug, "name": s.Slug}
+		m["app"] = s.appJSON()
 	}
 	if !c.finished.IsZero() {
 		m["completed_at"] = c.finished.Format(time.RFC3339)
 	}
 	return m
+}
+
+// actionsAppJSON is the GitHub Actions App, which owns the check runs of
+// workflow jobs.
+func (s *Server) actionsAppJSON() map[string]any {
+	m := s.canned("integration")
+	delete(m, "client_id")
+	return overlay(m, map[string]any{
+		"id": 15368, "slug": "github-actions", "name": "GitHub Actions", "node_id": "MDM6QXBwMTUzNjg=",
+		"owner":        s.orgJSON("github", 9919),
+		"html_url":     "https://github.com/apps/github-actions",
+		"external_url": "https://help.github.com/en/actions",
+		"description":  "Automate your workflow from idea to production",
+		"permissions":  map[string]any{"actions": "write", "checks": "write", "contents": "write", "metadata": "read", "pull_requests": "write", "statuses": "write"},
+		"events":       []any{"check_run", "check_suite", "pull_request", "push", "workflow_dispatch"},
+	})
 }
 
 // checkRunBody is the body of POST and PATCH .../check-runs; a pointer is

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,6 +17,15 @@ type Reaction struct {
 	Content string
 	// Installation is the installation whose token added it.
 	Installation int64
+	at           time.Time
+}
+
+// reactionJSON is a reaction by the App's bot, from the published example.
+func (s *Server) reactionJSON(id int, x Reaction) map[string]any {
+	return overlay(s.canned("reaction"), map[string]any{
+		"id": id, "node_id": "REA_" + strconv.Itoa(id), "content": x.Content, "user": s.userJSON(s.botLogin()),
+		"created_at": x.at.Format(time.RFC3339),
+	})
 }
 
 // Comment is one issue or pull request comment the fake holds.
@@ -77,12 +87,12 @@ func (s *Server) ServeConversations() {
 			defer c.mu.Unlock()
 			for i, x := range c.reactions {
 				if x.Subject == subject && x.Content == body.Content && x.Installation == inst {
-					WriteJSON(w, http.StatusOK, map[string]any{"id": i + 1, "content": x.Content})
+					WriteJSON(w, http.StatusOK, s.reactionJSON(i+1, x))
 					return
 				}
 			}
-			c.reactions = append(c.reactions, Reaction{Subject: subject, Content: body.Content, Installation: inst})
-			WriteJSON(w, http.StatusCreated, map[string]any{"id": len(c.reactions), "content": body.Content})
+			c.reactions = append(c.reactions, Reaction{Subject: subject, Content: body.Content, Installation: inst, at: time.Now().UTC().Truncate(time.Second)})
+			WriteJSON(w, http.StatusCreated, s.reactionJSON(len(c.reactions), c.reactions[len(c.reactions)-1]))
 		}
 	}
 	s.mux.HandleFunc("POST /repos/{owner}/{repo}/issues/{number}/reactions", react("issue"))
@@ -147,14 +157,21 @@ func (s *Server) addComment(repo string, number int, login, body string) Comment
 	return cm
 }
 
+// commentJSON is an issue comment, from the published example.
 func (s *Server) commentJSON(c Comment) map[string]any {
 	url := "https://github.com/" + c.Repo + "/issues/" + strconv.Itoa(c.Number)
-	return map[string]any{
-		"id": c.ID, "node_id": "IC_" + strconv.FormatInt(c.ID, 10), "body": c.Body,
-		"url":        s.URL + "/repos/" + c.Repo + "/issues/comments/" + strconv.FormatInt(c.ID, 10),
-		"user":       s.userJSON(c.Login),
-		"html_url":   url + "#issuecomment-" + strconv.FormatInt(c.ID, 10),
-		"issue_url":  s.URL + "/repos/" + c.Repo + "/issues/" + strconv.Itoa(c.Number),
-		"created_at": c.CreatedAt.Format(time.RFC3339), "updated_at": c.UpdatedAt.Format(time.RFC3339),
+	assoc := "COLLABORATOR"
+	if strings.HasSuffix(c.Login, "[bot]") {
+		assoc = "NONE"
 	}
+	m := s.canned("issue-comment")
+	return overlay(m, map[string]any{
+		"id": c.ID, "node_id": "IC_" + strconv.FormatInt(c.ID, 10), "body": c.Body,
+		"url":                s.URL + "/repos/" + c.Repo + "/issues/comments/" + strconv.FormatInt(c.ID, 10),
+		"user":               s.userJSON(c.Login),
+		"html_url":           url + "#issuecomment-" + strconv.FormatInt(c.ID, 10),
+		"issue_url":          s.URL + "/repos/" + c.Repo + "/issues/" + strconv.Itoa(c.Number),
+		"author_association": assoc,
+		"created_at":         c.CreatedAt.Format(time.RFC3339), "updated_at": c.UpdatedAt.Format(time.RFC3339),
+	})
 }

@@ -11,7 +11,16 @@
 // check runs, users and a small GraphQL endpoint (see repos.go). Later
 // features add routes with Handle, reusing Authorize, WriteJSON and the
 // recorded requests. SignWebhook signs webhook deliveries sent to the
-// service under test.
+// service under test, and CheckWebhook holds their payloads to GitHub's
+// webhook schemas.
+//
+// Every request the fake receives is matched to an operation of GitHub's
+// REST description (testdata/api.github.com.json) and checked, and so is
+// every answer it gives: a mismatch fails the test using the fake (see
+// Expect, and contract.go). Answers start from GitHub's published examples
+// with the fake's state laid over them (canned.go). SEMANTICS.md lists what
+// the schemas cannot say: run and job ids, permission and role_name, event
+// permissions, pagination, rate limits.
 package github
 
 import (
@@ -35,6 +44,7 @@ import (
 	"github.com/golang-jwt/jwt/v4"
 
 	"github.com/superagent-dev/superagent/internal/retry"
+	"github.com/superagent-dev/superagent/internal/testkit/contract"
 )
 
 // Request is one recorded request.
@@ -65,6 +75,10 @@ type Server struct {
 	AppID int64
 	Slug  string
 
+	// Reporter holds the contract violations (Expect, Violations).
+	*contract.Reporter
+
+	t   testing.TB
 	srv *httptest.Server
 	mux *http.ServeMux
 	key *rsa.PrivateKey
@@ -86,6 +100,9 @@ type Server struct {
 	st          *store
 	users       users
 	used        map[int64]int // installation → requests counted against its quota
+	violations  []Violation
+	expecting   int            // Expect calls running
+	operations  map[string]int // operationId → requests
 }
 
 // RateLimit is the hourly primary quota the fake reports per installation
@@ -106,6 +123,8 @@ func New(t testing.TB) *Server {
 		t.Fatalf("generating fake GitHub App key: %v", err)
 	}
 	s := &Server{
+		Reporter:    contract.NewReporter(t, "fake GitHub"),
+		t:           t,
 		AppID:       1,
 		Slug:        "superagent",
 		mux:         http.NewServeMux(),
@@ -117,6 +136,7 @@ func New(t testing.TB) *Server {
 		customRoles: map[string]string{},
 		faults:      map[string][]Fault{},
 		used:        map[int64]int{},
+		operations:  map[string]int{},
 		conv:        &conversation{},
 		st:          newStore(),
 	}
@@ -124,6 +144,9 @@ func New(t testing.TB) *Server {
 	s.mux.HandleFunc("GET /app/installations/{id}", s.getInstallation)
 	s.mux.HandleFunc("POST /app/installations/{id}/access_tokens", s.createToken)
 	s.mux.HandleFunc("GET /repos/{owner}/{repo}/collaborators/{user}/permission", s.getPermission)
+	// GitHub answers an unknown route with its JSON error, not net/http's
+	// text.
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { WriteError(w, http.StatusNotFound, "Not Found") })
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	t.Cleanup(s.srv.Close)
@@ -209,9 +232,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-RateLimit-Resource", "core")
 	}
 	s.mu.Unlock()
+	c := s.checkRequest(r, body)
 	if fault != nil && fault.Status == 0 {
 		rec := httptest.NewRecorder()
 		s.mux.ServeHTTP(rec, r)
+		s.checkResponse(c, rec.Code, rec.Header(), rec.Body.Bytes())
 		hold(r, fault.Delay)
 		for name, vs := range rec.Header() {
 			w.Header()[name] = vs
@@ -221,6 +246,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fault != nil {
+		// A planted answer is the test's to shape (an outage, a limit):
+		// only the request is held to the contract.
 		hold(r, fault.Delay)
 		for name, vs := range fault.Header {
 			w.Header()[name] = vs
@@ -230,7 +257,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, fault.Body)
 		return
 	}
-	s.mux.ServeHTTP(w, r)
+	if c == nil {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	tw := &tee{ResponseWriter: w}
+	s.mux.ServeHTTP(tw, r)
+	s.checkResponse(c, tw.status, w.Header(), tw.body.Bytes())
 }
 
 // hold waits d or until the caller gives up.
@@ -319,15 +352,34 @@ func (s *Server) TokensIssued() int {
 	return s.tokenCount
 }
 
+// appPermissions are the permissions the fake App holds, as GET /app and
+// installation tokens report them.
+func appPermissions() map[string]any {
+	return map[string]any{"contents": "write", "issues": "write", "pull_requests": "write", "checks": "write", "metadata": "read", "actions": "read"}
+}
+
+// appJSON is the App as GET /app answers it (integration), from the
+// published example.
+func (s *Server) appJSON() map[string]any {
+	m := s.canned("integration")
+	return overlay(m, map[string]any{
+		"id": s.AppID, "slug": s.Slug, "name": s.Slug, "node_id": "A_fake", "client_id": "Iv1.fake" + strconv.FormatInt(s.AppID, 10),
+		"owner":        s.orgJSON("superagent-dev", 1),
+		"html_url":     "https://github.com/apps/" + s.Slug,
+		"external_url": "https://superagent.example.com",
+		"description":  "",
+		"permissions":  appPermissions(),
+		// What superagent's App manifest subscribes to.
+		"events": []any{"issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment",
+			"pull_request_review_thread", "check_run", "check_suite", "workflow_run", "push"},
+	})
+}
+
 func (s *Server) getApp(w http.ResponseWriter, r *http.Request) {
 	if !s.AuthorizeApp(w, r) {
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{
-		"id": s.AppID, "slug": s.Slug, "name": s.Slug, "node_id": "A_fake",
-		"owner":    map[string]any{"login": "superagent-dev", "id": 1, "type": "Organization"},
-		"html_url": "https://github.com/apps/" + s.Slug,
-	})
+	WriteJSON(w, http.StatusOK, s.appJSON())
 }
 
 // grantedPermissions is what the fake's installations allow (SetGranted).
@@ -417,12 +469,14 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		selection = "selected"
 	}
 	s.mu.Unlock()
-	WriteJSON(w, http.StatusCreated, map[string]any{
+	m := s.canned("installation-token")
+	delete(m, "repositories") // listed only for repository_selection "selected"
+	WriteJSON(w, http.StatusCreated, overlay(m, map[string]any{
 		"token":                tok,
 		"expires_at":           time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
 		"permissions":          perms,
 		"repository_selection": selection,
-	})
+	}))
 }
 
 func (s *Server) getPermission(w http.ResponseWriter, r *http.Request) {
@@ -450,9 +504,11 @@ func (s *Server) getPermission(w http.ResponseWriter, r *http.Request) {
 	if base, ok := s.customRoles[level]; ok {
 		permission = base
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{
-		"permission": permission,
-		"role_name":  role,
-		"user":       map[string]any{"login": user, "type": "User"},
-	})
+	m := s.canned("repository-collaborator-permission-response-if-user-has-admin-permissions")
+	u := s.userJSON(user)
+	u["permissions"] = map[string]any{"admin": permission == "admin", "maintain": role == "maintain",
+		"push": permission == "admin" || permission == "write", "triage": role == "triage" || permission == "write" || permission == "admin",
+		"pull": permission != "none"}
+	u["role_name"] = role
+	WriteJSON(w, http.StatusOK, overlay(m, map[string]any{"permission": permission, "role_name": role, "user": u}))
 }

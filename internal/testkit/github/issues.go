@@ -47,26 +47,45 @@ func (s *Server) getIssue(w http.ResponseWriter, r *http.Request) {
 	}
 	base := s.URL + "/repos/" + rp.fullName
 	num := strconv.Itoa(n)
-	var out map[string]any
+	out := s.canned("issue")
+	rebase(out, s.repoReplacer(rp.fullName, "/issues/1347", "/issues/"+num, "/pull/1347", "/pull/"+num, "/pulls/1347", "/pulls/"+num))
+	// Nothing the fake does not hold: no labels, assignees, milestone, lock.
+	overlay(out, map[string]any{
+		"labels": []any{}, "assignee": nil, "assignees": []any{}, "milestone": nil, "closed_by": nil, "closed_at": nil,
+		"state_reason": nil, "locked": false, "active_lock_reason": nil, "author_association": "NONE",
+	})
+	delete(out, "pull_request") // only a pull request seen as an issue has it
 	if is := rp.issues[n]; is != nil {
-		out = map[string]any{
+		overlay(out, map[string]any{
 			"title": is.title, "body": is.body, "state": is.state, "user": s.userJSON(is.login),
-			"created_at": is.created.Format(time.RFC3339), "html_url": "https://github.com/" + rp.fullName + "/issues/" + num,
-		}
+			"created_at": is.created.Format(time.RFC3339), "updated_at": is.created.Format(time.RFC3339),
+			"html_url": "https://github.com/" + rp.fullName + "/issues/" + num,
+		})
 	} else if p := rp.pulls[n]; p != nil {
-		out = map[string]any{
+		overlay(out, map[string]any{
 			"title": p.Title, "body": p.Body, "state": p.State, "user": s.userJSON(p.User), "draft": p.Draft,
-			"created_at": p.created.Format(time.RFC3339), "html_url": "https://github.com/" + rp.fullName + "/pull/" + num,
-			"pull_request": map[string]any{"url": base + "/pulls/" + num, "html_url": "https://github.com/" + rp.fullName + "/pull/" + num},
+			"created_at": p.created.Format(time.RFC3339), "updated_at": p.created.Format(time.RFC3339),
+			"html_url": "https://github.com/" + rp.fullName + "/pull/" + num,
+			"pull_request": map[string]any{"url": base + "/pulls/" + num, "html_url": "https://github.com/" + rp.fullName + "/pull/" + num,
+				"diff_url": "https://github.com/" + rp.fullName + "/pull/" + num + ".diff", "patch_url": "https://github.com/" + rp.fullName + "/pull/" + num + ".patch",
+				"merged_at": nil},
+		})
+		if p.Merged {
+			out["pull_request"].(map[string]any)["merged_at"] = p.mergedAt.Format(time.RFC3339)
+		}
+		if !p.closed.IsZero() {
+			out["closed_at"] = p.closed.Format(time.RFC3339)
 		}
 	} else {
 		WriteError(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	out["id"] = rp.id*100000 + int64(n)
+	id := rp.id*100000 + int64(n)
+	out["id"] = id
+	out["node_id"] = "I_" + strconv.FormatInt(id, 10)
 	out["number"] = n
 	out["url"] = base + "/issues/" + num
-	out["labels"] = []any{}
+	out["repository_url"] = base
 	out["comments"] = len(s.commentsOn(rp.fullName, n))
 	WriteJSON(w, http.StatusOK, out)
 }

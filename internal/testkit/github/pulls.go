@@ -165,6 +165,7 @@ func (s *Server) refresh(rp *repo, p *pull) {
 type fileStat struct {
 	name                 string
 	additions, deletions int
+	status               string // added, removed, modified, renamed
 }
 
 // diffFiles is git diff --numstat base...head.
@@ -181,7 +182,19 @@ func diffFiles(dir, base, head string) []fileStat {
 		}
 		a, _ := strconv.Atoi(parts[0]) // "-" for binary files counts 0
 		d, _ := strconv.Atoi(parts[1])
-		fs = append(fs, fileStat{name: parts[2], additions: a, deletions: d})
+		fs = append(fs, fileStat{name: parts[2], additions: a, deletions: d, status: "modified"})
+	}
+	names, _ := runGit("", nil, "--git-dir", dir, "diff", "--name-status", "--no-renames", base+"..."+head)
+	status := map[string]string{}
+	for _, line := range strings.Split(names, "\n") {
+		if code, name, ok := strings.Cut(line, "\t"); ok {
+			status[name] = map[string]string{"A": "added", "D": "removed"}[code]
+		}
+	}
+	for i := range fs {
+		if st := status[fs[i].name]; st != "" {
+			fs[i].status = st
+		}
 	}
 	return fs
 }
@@ -198,7 +211,25 @@ func mergeTree(dir, base, head string) (string, error) {
 	return tree, nil
 }
 
+// pullJSON is a pull request as GET .../pulls/{number} answers it, from
+// the published example; st.mu must be held.
 func (s *Server) pullJSON(rp *repo, p *pull) map[string]any {
+	return s.pullFrom(s.canned("pull-request"), rp, p)
+}
+
+// pullSimpleJSON is a pull request as a list answers it
+// (pull-request-simple): no mergeability, counts or merge state, which
+// GitHub computes only for one pull request at a time.
+func (s *Server) pullSimpleJSON(rp *repo, p *pull) map[string]any {
+	base := s.canned("pull-request-simple-items", 0)
+	keep := make(map[string]any, len(base))
+	for k := range base {
+		keep[k] = true
+	}
+	return only(s.pullFrom(base, rp, p), keep)
+}
+
+func (s *Server) pullFrom(m map[string]any, rp *repo, p *pull) map[string]any {
 	owner, _, _ := strings.Cut(rp.fullName, "/")
 	num := strconv.Itoa(p.Number)
 	ts := func(t time.Time) any {
@@ -215,20 +246,50 @@ func (s *Server) pullJSON(rp *repo, p *pull) map[string]any {
 	if p.MergeCommitSHA != "" {
 		mergeSHA = p.MergeCommitSHA
 	}
-	return map[string]any{
-		"id": rp.id*100000 + int64(p.Number), "node_id": pullNodeID(rp, p.Number), "number": p.Number,
-		"state": p.State, "title": p.Title, "body": p.Body, "draft": p.Draft,
-		"merged": p.Merged, "mergeable": p.mergeable, "mergeable_state": state, "merge_commit_sha": mergeSHA,
-		"created_at": ts(p.created), "updated_at": ts(p.created), "closed_at": ts(p.closed), "merged_at": ts(p.mergedAt),
-		"html_url":  "https://github.com/" + rp.fullName + "/pull/" + num,
-		"url":       s.URL + "/repos/" + rp.fullName + "/pulls/" + num,
-		"issue_url": s.URL + "/repos/" + rp.fullName + "/issues/" + num,
-		"user":      s.userJSON(p.User),
-		"head":      s.headJSON(rp, p),
-		"base":      map[string]any{"ref": p.Base, "sha": p.baseSHA, "label": owner + ":" + p.Base, "repo": s.repoJSON(rp)},
-		"additions": p.additions, "deletions": p.deletions, "changed_files": p.files, "commits": p.commits,
-		"maintainer_can_modify": p.maintainerCanModify,
+	var mergedBy any
+	if p.Merged {
+		mergedBy = s.userJSON(s.botLogin())
 	}
+	api := s.URL + "/repos/" + rp.fullName
+	web := "https://github.com/" + rp.fullName
+	rebase(m, s.repoReplacer(rp.fullName, "/pulls/1347", "/pulls/"+num, "/issues/1347", "/issues/"+num, "/pull/1347", "/pull/"+num))
+	side := func(ref, sha string) map[string]any {
+		return map[string]any{"ref": ref, "sha": sha, "label": owner + ":" + ref, "repo": s.repoJSON(rp), "user": s.orgJSON(owner, 1)}
+	}
+	// The example's nested objects are replaced whole, not merged.
+	m["head"], m["base"] = s.headJSON(rp, p), side(p.Base, p.baseSHA)
+	return overlay(m, map[string]any{
+		"id": rp.id*100000 + int64(p.Number), "node_id": pullNodeID(rp, p.Number), "number": p.Number,
+		"state": p.State, "title": p.Title, "body": p.Body, "draft": p.Draft, "locked": false, "active_lock_reason": nil,
+		"merged": p.Merged, "mergeable": p.mergeable, "rebaseable": p.mergeable, "mergeable_state": state,
+		"merge_commit_sha": mergeSHA, "merged_by": mergedBy, "auto_merge": nil,
+		"created_at": ts(p.created), "updated_at": ts(p.created), "closed_at": ts(p.closed), "merged_at": ts(p.mergedAt),
+		"html_url":     web + "/pull/" + num,
+		"url":          api + "/pulls/" + num,
+		"issue_url":    api + "/issues/" + num,
+		"statuses_url": api + "/statuses/" + p.HeadSHA,
+		"user":         s.userJSON(p.User),
+		"labels":       []any{}, "assignee": nil, "assignees": []any{}, "milestone": nil,
+		"requested_reviewers": []any{}, "requested_teams": []any{},
+		"author_association":    "NONE",
+		"maintainer_can_modify": p.maintainerCanModify,
+		"comments":              len(s.commentsOn(rp.fullName, p.Number)),
+		"review_comments":       rp.reviewCommentCount(p.Number),
+		"_links": map[string]any{
+			"statuses": map[string]any{"href": api + "/statuses/" + p.HeadSHA},
+		},
+		"additions": p.additions, "deletions": p.deletions, "changed_files": p.files, "commits": p.commits,
+	})
+}
+
+func (r *repo) reviewCommentCount(pr int) int {
+	n := 0
+	for _, c := range r.comments {
+		if c.pr == pr {
+			n++
+		}
+	}
+	return n
 }
 
 // pullNodeID is the GraphQL id of a pull request: PR_<repository id>_<number>.
@@ -284,15 +345,7 @@ func (s *Server) servePulls() {
 		defer s.st.mu.Unlock()
 		out := []map[string]any{}
 		for _, f := range diffFiles(rp.dir, p.baseSHA, p.HeadSHA) {
-			file := map[string]any{"filename": f.name, "status": "modified",
-				"additions": f.additions, "deletions": f.deletions, "changes": f.additions + f.deletions}
-			// As GitHub sends it: the hunks without the diff's headers.
-			if diff, err := runGit("", nil, "--git-dir", rp.dir, "diff", p.baseSHA+"..."+p.HeadSHA, "--", f.name); err == nil {
-				if i := strings.Index(diff, "@@"); i >= 0 {
-					file["patch"] = diff[i:]
-				}
-			}
-			out = append(out, file)
+			out = append(out, s.fileJSON(rp, p, f))
 		}
 		WriteJSON(w, http.StatusOK, paginate(w, r, out))
 	})
@@ -369,7 +422,7 @@ func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		s.refresh(rp, p)
-		out = append(out, s.pullJSON(rp, p))
+		out = append(out, s.pullSimpleJSON(rp, p))
 	}
 	WriteJSON(w, http.StatusOK, paginate(w, r, out))
 }
@@ -446,7 +499,8 @@ func (s *Server) mergePull(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, status, msg)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
+	WriteJSON(w, http.StatusOK, overlay(s.canned("pull-request-merge-result-response-if-merge-was-successful"),
+		map[string]any{"sha": sha, "merged": true, "message": "Pull Request successfully merged"}))
 }
 
 // merge merges p into its base for real and answers the merge commit, or
@@ -510,4 +564,36 @@ func paginate[T any](w http.ResponseWriter, r *http.Request, items []T) []T {
 		w.Header().Set("Link", `<http://`+r.Host+u.String()+`>; rel="next"`)
 	}
 	return items[start:end]
+}
+
+// fileJSON is one changed file of a pull request (diff-entry), from the
+// published example, with its patch as git computes it.
+func (s *Server) fileJSON(rp *repo, p *pull, f fileStat) map[string]any {
+	m := s.canned("diff-entry-items", 0)
+	web := "https://github.com/" + rp.fullName
+	blob, _ := runGit("", nil, "--git-dir", rp.dir, "rev-parse", "--verify", "--quiet", p.HeadSHA+":"+f.name)
+	out := overlay(m, map[string]any{
+		"sha": blob, "filename": f.name, "status": f.status,
+		"additions": f.additions, "deletions": f.deletions, "changes": f.additions + f.deletions,
+		"blob_url":     web + "/blob/" + p.HeadSHA + "/" + f.name,
+		"raw_url":      web + "/raw/" + p.HeadSHA + "/" + f.name,
+		"contents_url": s.URL + "/repos/" + rp.fullName + "/contents/" + f.name + "?ref=" + p.HeadSHA,
+		"patch":        filePatch(rp.dir, p.baseSHA, p.HeadSHA, f.name),
+	})
+	if blob == "" {
+		out["sha"] = strings.Repeat("0", 40) // a removed file
+	}
+	return out
+}
+
+// filePatch is GitHub's patch field: the file's unified diff, hunks only.
+func filePatch(dir, base, head, name string) string {
+	out, err := runGit("", nil, "--git-dir", dir, "diff", "--no-color", base+"..."+head, "--", name)
+	if err != nil {
+		return ""
+	}
+	if i := strings.Index(out, "\n@@"); i >= 0 {
+		return out[i+1:]
+	}
+	return ""
 }

@@ -220,18 +220,36 @@ func (s *Server) repoDir(t testing.TB, fullName string) string {
 	return r.dir
 }
 
+// repoJSON is r as GET /repos/{owner}/{repo} answers it (full-repository),
+// from the published example; nested in other objects it is the same.
 func (s *Server) repoJSON(r *repo) map[string]any {
 	owner, name, _ := strings.Cut(r.fullName, "/")
-	return map[string]any{
+	m := s.canned("full-repository-default-response")
+	rebase(m, s.repoReplacer(r.fullName))
+	// Not a fork, not from a template, not in the example's organization.
+	delete(m, "parent")
+	delete(m, "source")
+	org := s.orgJSON(owner, 1)
+	return overlay(m, map[string]any{
 		"id": r.id, "node_id": "R_" + strconv.FormatInt(r.id, 10), "name": name, "full_name": r.fullName,
-		"owner":          map[string]any{"login": owner, "id": 1, "type": "Organization"},
-		"private":        true,
-		"default_branch": r.defaultBranch,
-		"html_url":       "https://github.com/" + r.fullName,
-		"url":            s.URL + "/repos/" + r.fullName,
-		"clone_url":      s.URL + "/git/" + r.fullName + ".git",
-		"permissions":    map[string]bool{"admin": false, "push": true, "pull": true},
-	}
+		"owner":               org,
+		"organization":        org,
+		"private":             true,
+		"visibility":          "private",
+		"fork":                false,
+		"default_branch":      r.defaultBranch,
+		"description":         nil,
+		"homepage":            nil,
+		"mirror_url":          nil,
+		"license":             nil,
+		"language":            nil, // required by the schema, absent from the example
+		"topics":              []any{},
+		"template_repository": nil,
+		"html_url":            "https://github.com/" + r.fullName,
+		"url":                 s.URL + "/repos/" + r.fullName,
+		"clone_url":           s.URL + "/git/" + r.fullName + ".git",
+		"permissions":         map[string]bool{"admin": false, "maintain": false, "push": true, "triage": true, "pull": true},
+	})
 }
 
 func (s *Server) getRepo(w http.ResponseWriter, r *http.Request) {

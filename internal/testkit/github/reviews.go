@@ -167,22 +167,32 @@ func (s *Server) serveReviews() {
 	s.mux.HandleFunc("POST /repos/{owner}/{repo}/pulls/{number}/reviews", s.createReview)
 }
 
+// reviewCommentJSON is a review comment, from the published example.
 func (s *Server) reviewCommentJSON(rp *repo, c *reviewComment) map[string]any {
 	id := strconv.FormatInt(c.id, 10)
-	out := map[string]any{
+	api := s.URL + "/repos/" + rp.fullName
+	html := "https://github.com/" + rp.fullName + "/pull/" + strconv.Itoa(c.pr) + "#discussion_r" + id
+	out := overlay(s.canned("pull-request-review-comment"), map[string]any{
 		"id": c.id, "node_id": "PRRC_" + id, "body": c.body, "user": s.userJSON(c.login),
 		"path": c.path, "line": c.line, "original_line": c.line, "side": "RIGHT",
+		"start_line": nil, "original_start_line": nil, "start_side": nil, "position": c.line, "original_position": c.line,
+		"subject_type":           "line",
+		"author_association":     "NONE",
 		"pull_request_review_id": c.reviewID,
 		"created_at":             c.created.Format(time.RFC3339), "updated_at": c.created.Format(time.RFC3339),
-		"html_url":         "https://github.com/" + rp.fullName + "/pull/" + strconv.Itoa(c.pr) + "#discussion_r" + id,
-		"url":              s.URL + "/repos/" + rp.fullName + "/pulls/comments/" + id,
-		"pull_request_url": s.URL + "/repos/" + rp.fullName + "/pulls/" + strconv.Itoa(c.pr),
-	}
+		"html_url":         html,
+		"url":              api + "/pulls/comments/" + id,
+		"pull_request_url": api + "/pulls/" + strconv.Itoa(c.pr),
+		"_links": map[string]any{"html": map[string]any{"href": html}, "pull_request": map[string]any{"href": api + "/pulls/" + strconv.Itoa(c.pr)},
+			"self": map[string]any{"href": api + "/pulls/comments/" + id}},
+		"commit_id": "", "original_commit_id": "",
+	})
+	delete(out, "in_reply_to_id")
 	if c.inReplyTo != 0 {
 		out["in_reply_to_id"] = c.inReplyTo
 	}
 	if p := rp.pulls[c.pr]; p != nil {
-		out["commit_id"] = p.HeadSHA
+		out["commit_id"], out["original_commit_id"] = p.HeadSHA, p.HeadSHA
 	}
 	return out
 }
@@ -310,14 +320,20 @@ func (s *Server) createReview(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, s.reviewJSON(rp, rv))
 }
 
+// reviewJSON is a review, from the published example.
 func (s *Server) reviewJSON(rp *repo, rv *review) map[string]any {
 	id := strconv.FormatInt(rv.id, 10)
-	m := map[string]any{
+	html := "https://github.com/" + rp.fullName + "/pull/" + strconv.Itoa(rv.pr) + "#pullrequestreview-" + id
+	api := s.URL + "/repos/" + rp.fullName + "/pulls/" + strconv.Itoa(rv.pr)
+	m := overlay(s.canned("pull-request-review"), map[string]any{
 		"id": rv.id, "node_id": "PRR_" + id, "user": s.userJSON(rv.login), "body": rv.body, "state": rv.state,
-		"submitted_at":     rv.submitted.Format(time.RFC3339),
-		"html_url":         "https://github.com/" + rp.fullName + "/pull/" + strconv.Itoa(rv.pr) + "#pullrequestreview-" + id,
-		"pull_request_url": s.URL + "/repos/" + rp.fullName + "/pulls/" + strconv.Itoa(rv.pr),
-	}
+		"submitted_at":       rv.submitted.Format(time.RFC3339),
+		"html_url":           html,
+		"pull_request_url":   api,
+		"author_association": "NONE",
+		"_links":             map[string]any{"html": map[string]any{"href": html}, "pull_request": map[string]any{"href": api}},
+		"commit_id":          nil,
+	})
 	if p := rp.pulls[rv.pr]; p != nil {
 		m["commit_id"] = p.HeadSHA
 	}

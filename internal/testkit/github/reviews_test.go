@@ -86,7 +86,16 @@ func TestReviewsAndThreads(t *testing.T) {
 	require.NotEqual(t, th1, th2)
 	require.Regexp(t, `^PRRT_\d+$`, th1)
 
-	reply, resp, err := e.gh.PullRequests.CreateCommentInReplyTo(ctx, "octo", "widgets", n, "Renamed", c1)
+	// go-github's CreateCommentInReplyTo posts {body, in_reply_to}: GitHub
+	// takes it, but its description requires commit_id and path there, so
+	// the product replies through .../replies instead.
+	var reply *github.PullRequestComment
+	var resp *github.Response
+	v := e.fake.Expect(func() {
+		reply, resp, err = e.gh.PullRequests.CreateCommentInReplyTo(ctx, "octo", "widgets", n, "Renamed", c1)
+	})
+	require.Len(t, v, 1)
+	require.Equal(t, "request body: missing properties 'commit_id', 'path'", v[0].Problem.String())
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, resp.StatusCode)
 	require.Equal(t, c1, reply.GetInReplyTo())

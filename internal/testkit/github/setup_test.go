@@ -27,7 +27,12 @@ type env struct {
 // installation client for installation 7.
 func setup(t *testing.T) *env {
 	t.Helper()
-	fake := fakegithub.New(t)
+	return setupWith(t, fakegithub.New(t))
+}
+
+// setupWith is setup with a fake of the test's making.
+func setupWith(t *testing.T, fake *fakegithub.Server) *env {
+	t.Helper()
 	bare := fake.AddRepo(t, repoName, "main", map[string]string{"README.md": "# widgets\n", "go.mod": "module widgets\n"})
 	c, err := githubapp.New(githubapp.Config{AppID: fake.AppID, PrivateKey: fake.PrivateKey(), BaseURL: fake.URL})
 	require.NoError(t, err)

@@ -39,21 +39,45 @@ func (s *Server) UserID(login string) int64 {
 	return id
 }
 
+// userJSON is login as GitHub nests a user in other objects (simple-user),
+// from the published example.
 func (s *Server) userJSON(login string) map[string]any {
-	typ := "User"
-	if strings.HasSuffix(login, "[bot]") {
-		typ = "Bot"
-	}
-	id := s.UserID(login)
-	return map[string]any{
-		"login": login, "id": id, "node_id": "U_" + strconv.FormatInt(id, 10), "type": typ,
-		"html_url": "https://github.com/" + login,
-	}
+	return s.userFrom(s.canned("issue-comment", "user"), login)
 }
 
+func (s *Server) userFrom(u map[string]any, login string) map[string]any {
+	typ, html := "User", "https://github.com/"+login
+	if slug, ok := strings.CutSuffix(login, "[bot]"); ok {
+		typ, html = "Bot", "https://github.com/apps/"+slug
+	}
+	id := s.UserID(login)
+	rebase(u, strings.NewReplacer(
+		"https://api.github.com/users/octocat", s.URL+"/users/"+login,
+		"https://api.github.com/orgs/github", s.URL+"/users/"+login,
+		"https://github.com/octocat", html,
+	))
+	return overlay(u, map[string]any{
+		"login": login, "id": id, "node_id": "U_" + strconv.FormatInt(id, 10), "type": typ,
+		"html_url": html, "site_admin": false,
+	})
+}
+
+// orgJSON is an organization owning repositories, as a simple-user.
+func (s *Server) orgJSON(login string, id int64) map[string]any {
+	u := s.userJSON(login)
+	return overlay(u, map[string]any{"id": id, "node_id": "O_" + strconv.FormatInt(id, 10), "type": "Organization",
+		"url": s.URL + "/orgs/" + login, "repos_url": s.URL + "/orgs/" + login + "/repos", "events_url": s.URL + "/orgs/" + login + "/events"})
+}
+
+// getUser answers GET /users/{username} with a public-user: the published
+// example with the person's details (name, company, email…) unknown.
 func (s *Server) getUser(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.Authorize(w, r); !ok {
 		return
 	}
-	WriteJSON(w, http.StatusOK, s.userJSON(r.PathValue("login")))
+	login := r.PathValue("login")
+	u := s.userFrom(s.canned("public-user-default-response"), login)
+	overlay(u, map[string]any{"name": nil, "company": nil, "blog": "", "location": nil, "email": nil, "hireable": nil,
+		"bio": nil, "twitter_username": nil, "public_repos": 0, "public_gists": 0, "followers": 0, "following": 0})
+	WriteJSON(w, http.StatusOK, u)
 }

@@ -31,9 +31,10 @@ func conversion(t *testing.T, gh *fakegithub.Server, code string, exchanged *ato
 			return
 		}
 		exchanged.Add(1)
-		fakegithub.WriteJSON(w, http.StatusCreated, map[string]any{
+		// From GitHub's published example, which the fake holds the answer to.
+		fakegithub.WriteJSON(w, http.StatusCreated, fakegithub.Overlay(gh.Example("integration-from-manifest"), map[string]any{
 			"id": 424242, "slug": "acme-superagent", "node_id": "A_kwDOB", "name": "acme-superagent",
-			"owner":       map[string]any{"login": "acme", "id": 7, "type": "Organization"},
+			"owner":       fakegithub.Overlay(gh.Example("integration-from-manifest", "owner"), map[string]any{"login": "acme", "id": 7, "type": "Organization"}),
 			"description": "Coding agents", "external_url": "https://agent.example.com",
 			"html_url":   "https://github.com/apps/acme-superagent",
 			"created_at": "2026-11-30T08:00:00Z", "updated_at": "2026-11-30T08:00:00Z",
@@ -43,7 +44,7 @@ func conversion(t *testing.T, gh *fakegithub.Server, code string, exchanged *ato
 			"client_secret":  "client-secret-that-is-not-stored",
 			"webhook_secret": "whsec-0123456789abcdef0123456789abcdef",
 			"pem":            string(gh.PrivateKey()),
-		})
+		}))
 	}
 }
 

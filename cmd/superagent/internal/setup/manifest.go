@@ -31,8 +31,10 @@ func Permissions(workflows bool) map[string]string {
 		"pull_requests": "write",
 		"issues":        "write",
 		"checks":        "write",
-		"actions":       "read",
-		"metadata":      "read",
+		// workflow_run events reach an App only with Actions read, and
+		// the jobs' logs are read with it.
+		"actions":  "read",
+		"metadata": "read",
 	}
 	if workflows {
 		p["workflows"] = "write"
