@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -302,7 +303,7 @@ func TestStopCommandMidSession(t *testing.T) {
 		comment("stop-command-1", "@superagent stop, I will do it myself")
 
 		isAck := func(r fakegithub.Request) bool {
-			return r.Method == "POST" && strings.HasSuffix(r.Path, "/issues/1/comments") && strings.Contains(string(r.Body), "Stopped ticket")
+			return r.Method == http.MethodPost && strings.HasSuffix(r.Path, "/issues/1/comments") && strings.Contains(string(r.Body), "Stopped ticket")
 		}
 		waitFor(t, time.Minute, "the stop to be acknowledged and the work to end", func() bool {
 			acked := false
@@ -327,10 +328,10 @@ func TestStopCommandMidSession(t *testing.T) {
 		}
 		progress := regexp.MustCompile(`^/repos/` + helloRepo + `/issues/comments/[0-9]+$`)
 		for _, r := range reqs[ack+1:] {
-			if r.Method == "GET" {
+			if r.Method == http.MethodGet {
 				continue
 			}
-			require.True(t, r.Method == "PATCH" && progress.MatchString(r.Path) && strings.Contains(string(r.Body), "stopped"),
+			require.True(t, r.Method == http.MethodPatch && progress.MatchString(r.Path) && strings.Contains(string(r.Body), "stopped"),
 				"after the acknowledgement only the progress comment says it stopped: %s %s %s", r.Method, r.Path, r.Body)
 		}
 		require.Zero(t, gh.Count("POST", "/git/"+helloRepo+".git/git-receive-pack"), "the push asked for after the stop never happened")

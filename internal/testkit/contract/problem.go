@@ -9,6 +9,7 @@ package contract
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -52,7 +53,7 @@ func Validate(sch *Schema, where string, v any) []Problem {
 	if err == nil {
 		return nil
 	}
-	ve, ok := err.(*jsonschema.ValidationError)
+	ve, ok := errors.AsType[*jsonschema.ValidationError](err)
 	if !ok {
 		return []Problem{{Where: where, Reason: err.Error()}}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -209,7 +210,7 @@ func metaOperations(dir string) (map[string][]metaOp, error) {
 }
 
 func moduleDir(root, module string) (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd := exec.CommandContext(context.Background(), "go", "list", "-m", "-f", "{{.Dir}}", module)
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {

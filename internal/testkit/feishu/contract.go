@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
+	larkcontact "github.com/larksuite/oapi-sdk-go/v3/service/contact/v3"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
 	"github.com/superagent-dev/superagent/internal/testkit/contract"
@@ -38,10 +39,20 @@ type call struct {
 }
 
 // handDocumented are calls the product makes that lark-mcp does not
-// describe, from Feishu's own documentation: no query, no body.
+// describe, from Feishu's own documentation.
 var handDocumented = []call{
 	// https://open.feishu.cn/document/client-docs/bot-v3/obtain-bot-info
 	{Name: "bot.v3.info", Method: http.MethodGet, Path: "/open-apis/bot/v3/info", Tokens: []string{"tenant"}},
+	// https://open.feishu.cn/document/server-docs/contact-v3/user/get
+	// (lark-mcp 0.5.1 carries no contact calls): a user by id, the id's
+	// kind and the department id's kind in the query.
+	{Name: "contact.v3.user.get", Method: http.MethodGet, Path: "/open-apis/contact/v3/users/:user_id", Tokens: []string{"tenant"},
+		Query: map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
+			"user_id_type":       map[string]any{"type": "string", "enum": []any{"open_id", "union_id", "user_id"}},
+			"department_id_type": map[string]any{"type": "string", "enum": []any{"department_id", "open_department_id"}},
+		}},
+		PathParams: map[string]any{"type": "object", "additionalProperties": false, "required": []any{"user_id"},
+			"properties": map[string]any{"user_id": map[string]any{"type": "string"}}}},
 }
 
 // answers are the SDK's response types, by call: the fake's answers must
@@ -52,6 +63,7 @@ var answers = map[string]func() any{
 	"im.v1.message.reply":                    func() any { return &larkim.ReplyMessageResp{} },
 	"im.v1.message.get":                      func() any { return &larkim.GetMessageResp{} },
 	"im.v1.messageReaction.create":           func() any { return &larkim.CreateMessageReactionResp{} },
+	"contact.v3.user.get":                    func() any { return &larkcontact.GetUserResp{} },
 }
 
 var calls = sync.OnceValues(func() ([]*call, error) {

@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -15,7 +16,7 @@ func TestPlantedWrongAnswer(t *testing.T) {
 	c, vals := match(cs, "POST", "/open-apis/im/v1/messages/om_1/reactions")
 	require.NotNil(t, c)
 	require.Equal(t, map[string]string{"message_id": "om_1"}, vals)
-	r := httptest.NewRequest("POST", "/open-apis/im/v1/messages/om_1/reactions", nil)
+	r := httptest.NewRequest(http.MethodPost, "/open-apis/im/v1/messages/om_1/reactions", nil)
 	v := s.Expect(func() {
 		s.checkAnswer(r, c, []byte(`{"code":0,"msg":"success","data":{"reaction_id":"r1","reaction_type":{"emoji_type":"OK"}}}`))
 		s.checkAnswer(r, c, []byte(`{"code":0,"msg":"success","data":{"reaction_id":"r1","emoji":"OK"}}`))

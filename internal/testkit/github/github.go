@@ -99,9 +99,7 @@ type Server struct {
 	conv        *conversation
 	st          *store
 	users       users
-	used        map[int64]int // installation → requests counted against its quota
-	violations  []Violation
-	expecting   int            // Expect calls running
+	used        map[int64]int  // installation → requests counted against its quota
 	operations  map[string]int // operationId → requests
 }
 
