@@ -408,18 +408,12 @@ func (s *Server) getInstallation(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	now := time.Now().UTC().Format(time.RFC3339)
-	WriteJSON(w, http.StatusOK, map[string]any{
-		"id": id, "app_id": s.AppID, "app_slug": s.Slug, "target_id": id, "target_type": "Organization",
-		"single_file_name": nil, "repository_selection": "all",
+	// The published example, with this installation's facts over it.
+	WriteJSON(w, http.StatusOK, overlay(s.canned("base-installation"), map[string]any{
+		"id": id, "app_id": s.AppID, "app_slug": s.Slug, "target_id": id,
 		"access_tokens_url": s.URL + "/app/installations/" + strconv.FormatInt(id, 10) + "/access_tokens",
-		"html_url":          "https://github.com/organizations/octo/settings/installations/" + strconv.FormatInt(id, 10),
-		"repositories_url":  s.URL + "/installation/repositories",
-		"events":            []string{"issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment", "check_run", "check_suite", "workflow_run", "push"},
-		"account":           map[string]any{"login": "octo", "id": id, "type": "Organization"},
 		"permissions":       s.grantedPermissions(),
-		"created_at":        now, "updated_at": now, "suspended_by": nil, "suspended_at": nil,
-	})
+	}))
 }
 
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {

@@ -279,7 +279,7 @@ func TestGitHubApp(t *testing.T) {
 			"events":["issues","issue_comment","pull_request","pull_request_review","pull_request_review_comment","pull_request_review_thread","check_run","check_suite","workflow_run"]}`
 		e.github.FailNext("GET", "/app", fakegithub.Fault{Status: http.StatusOK, Body: app}, fakegithub.Fault{Status: http.StatusOK, Body: app})
 		results, _, _ := run(t, e.cfg)
-		requireResult(t, results, "GitHub App", doctor.Warn, "the App lacks actions: read, contents: write, the push event", "Permissions & events")
+		requireResult(t, results, "GitHub App", doctor.Warn, "the App lacks contents: write, the push event", "Permissions & events")
 	})
 	t.Run("webhook elsewhere", func(t *testing.T) {
 		e := setup(t)
