@@ -75,7 +75,7 @@ func TestLoneRequestLatency(t *testing.T) {
 			// id, wherever it appears, made new.
 			var payload map[string]any
 			require.NoError(t, json.Unmarshal([]byte(strings.ReplaceAll(string(raw), "492700400", fmt.Sprint(7_000_000+i))), &payload))
-			payload["installation"] = map[string]any{"id": 957387}
+			payload["installation"] = map[string]any{"id": 957387, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uOTU3Mzg3"}
 			comment := payload["comment"].(map[string]any)
 			comment["body"] = fmt.Sprintf("@superagent please fix typo number %d in the README", i+1)
 			issue := payload["issue"].(map[string]any)

@@ -145,7 +145,7 @@ func TestLabeledIssueToMergedPullRequest(t *testing.T) {
 		const secret, token = "review-webhook-secret", "review-admin-token-0123456789"
 		dataDir := t.TempDir()
 		p, _ := serveFor(t, dbURL, gh, model, secret, token, map[string]string{"SUPERAGENT_DATA_DIR": dataDir, "SUPERAGENT_GITHUB_TRIGGER_LABEL": "agent-please"})
-		inst := map[string]any{"id": 957387}
+		inst := map[string]any{"id": 957387, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uOTU3Mzg3"}
 
 		// The trigger label, added by a writer: an explicit request.
 		labeled := readFixture(t, "issues.labeled.json")
@@ -189,7 +189,16 @@ func TestLabeledIssueToMergedPullRequest(t *testing.T) {
 		wf["installation"], wf["repository"] = inst, repoJSON
 		w := wf["workflow_run"].(map[string]any)
 		w["id"], w["name"], w["conclusion"], w["html_url"] = run.ID, "CI", "failure", run.HTMLURL
-		w["head_sha"], w["head_branch"], w["repository"], w["head_repository"] = pr.HeadSHA, pr.Head, repoJSON, repoJSON
+		// A workflow run names its repositories in their short form: the
+		// fixture's fields, with this repository's values.
+		lite := map[string]any{}
+		for k, v := range w["repository"].(map[string]any) {
+			lite[k] = v
+			if mine, ok := repoJSON[k]; ok && k != "owner" {
+				lite[k] = mine
+			}
+		}
+		w["head_sha"], w["head_branch"], w["repository"], w["head_repository"] = pr.HeadSHA, pr.Head, lite, lite
 		ref := func(branch, sha string) map[string]any {
 			return map[string]any{"ref": branch, "sha": sha, "repo": map[string]any{"id": repoJSON["id"], "url": repoJSON["url"], "name": repoJSON["name"]}}
 		}
@@ -289,7 +298,7 @@ func TestStopCommandMidSession(t *testing.T) {
 		p, _ := serveFor(t, dbURL, gh, model, secret, token, nil)
 		comment := func(guid, text string) {
 			c := readFixture(t, "issue_comment.created.json")
-			c["installation"] = map[string]any{"id": 957387}
+			c["installation"] = map[string]any{"id": 957387, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uOTU3Mzg3"}
 			c["comment"].(map[string]any)["body"] = text
 			c["comment"].(map[string]any)["id"] = len(guid) * 1000
 			deliverGitHub(t, p, secret, "issue_comment", guid, marshal(t, c))
