@@ -98,14 +98,22 @@ func TestRequestIsRoutedIntoATicket(t *testing.T) {
 			}
 			return false
 		})
-		metrics, err := http.Get("http://" + p.addr + "/metrics")
-		require.NoError(t, err)
-		exposition, err := io.ReadAll(metrics.Body)
-		_ = metrics.Body.Close()
-		require.NoError(t, err)
-		for _, name := range []string{"superagent_github_requests_total", "superagent_main_candidates_per_request", "superagent_jobs_finished_total"} {
-			require.Contains(t, string(exposition), name)
-		}
+		// A job's end reaches the metrics through River's event stream,
+		// a moment after the work it did.
+		var exposition []byte
+		waitFor(t, 10*time.Second, "the metrics", func() bool {
+			metrics, err := http.Get("http://" + p.addr + "/metrics")
+			require.NoError(t, err)
+			exposition, err = io.ReadAll(metrics.Body)
+			_ = metrics.Body.Close()
+			require.NoError(t, err)
+			for _, name := range []string{"superagent_github_requests_total", "superagent_main_candidates_per_request", "superagent_jobs_finished_total"} {
+				if !strings.Contains(string(exposition), name) {
+					return false
+				}
+			}
+			return true
+		})
 		reqs := model.Requests()
 		require.NotEmpty(t, reqs)
 		require.Equal(t, "router-model", reqs[0].Model)

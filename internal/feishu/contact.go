@@ -24,7 +24,7 @@ func (c *Client) User(ctx context.Context, openID string) (*User, error) {
 	req := larkcontact.NewGetUserReqBuilder().UserId(openID).UserIdType(larkcontact.UserIdTypeGetUserOpenId).Build()
 	var out *User
 	err := c.call(ctx, "get_user", op, "", func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
-		resp, err := c.lark.Contact.User.Get(ctx, req)
+		resp, err := c.lark.Contact.V3.User.Get(ctx, req) //nolint:staticcheck // the version names the call, as contractdoc reads it
 		if err != nil {
 			return nil, larkcore.CodeError{}, err
 		}
