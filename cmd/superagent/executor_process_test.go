@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -126,22 +125,8 @@ func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
 		})
 		first := start(t, "serve-1", env(), "serve")
 		first.waitHTTP("/readyz", 30*time.Second)
-		installation, err := os.ReadFile(filepath.Join("testdata", "installation.created.json"))
-		require.NoError(t, err)
-		deliverGitHub(t, first, secret, "installation", "exec-install", installation)
-		waitFor(t, 30*time.Second, "the installation to be recorded", func() bool {
-			var n int
-			require.NoError(t, openDB(t, dbURL).QueryRow(context.Background(), "SELECT count(*) FROM github_repositories WHERE full_name = $1", helloRepo).Scan(&n))
-			return n == 1
-		})
-		var payload map[string]any
-		raw, err := os.ReadFile(filepath.Join("testdata", "issue_comment.created.json"))
-		require.NoError(t, err)
-		require.NoError(t, json.Unmarshal(raw, &payload))
-		payload["installation"] = map[string]any{"id": 957387, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uOTU3Mzg3"} // as webhooks carry it
-		payload["comment"].(map[string]any)["body"] = "@superagent please fix the typo in the README"
-		body, err := json.Marshal(payload)
-		require.NoError(t, err)
+		installApp(t, first, secret, "exec-install", dbURL)
+		body := commentPayload(t, "@superagent please fix the typo in the README")
 		deliverGitHub(t, first, secret, "issue_comment", "exec-1", body)
 
 		select {

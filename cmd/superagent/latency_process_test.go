@@ -54,14 +54,7 @@ func TestLoneRequestLatency(t *testing.T) {
 			"SUPERAGENT_ROUTER_MODEL":          "router-model",
 		}, "serve")
 		p.waitHTTP("/readyz", 30*time.Second)
-		installation, err := os.ReadFile(filepath.Join("testdata", "installation.created.json"))
-		require.NoError(t, err)
-		deliverGitHub(t, p, secret, "installation", "latency-install", installation)
-		waitFor(t, 30*time.Second, "the installation to be recorded", func() bool {
-			var n int
-			require.NoError(t, openDB(t, dbURL).QueryRow(context.Background(), "SELECT count(*) FROM github_repositories WHERE full_name = $1", helloRepo).Scan(&n))
-			return n == 1
-		})
+		installApp(t, p, secret, "latency-install", dbURL)
 		raw, err := os.ReadFile(filepath.Join("testdata", "issue_comment.created.json"))
 		require.NoError(t, err)
 

@@ -2,14 +2,12 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,22 +58,8 @@ func TestTypoFixTellsItsStoryInTheLog(t *testing.T) {
 		}, "serve")
 		p.waitHTTP("/readyz", 30*time.Second)
 
-		installation, err := os.ReadFile(filepath.Join("testdata", "installation.created.json"))
-		require.NoError(t, err)
-		deliverGitHub(t, p, secret, "installation", "story-install", installation)
-		waitFor(t, 30*time.Second, "the installation to be recorded", func() bool {
-			var n int
-			require.NoError(t, openDB(t, dbURL).QueryRow(context.Background(), "SELECT count(*) FROM github_repositories WHERE full_name = $1", helloRepo).Scan(&n))
-			return n == 1
-		})
-		var payload map[string]any
-		raw, err := os.ReadFile(filepath.Join("testdata", "issue_comment.created.json"))
-		require.NoError(t, err)
-		require.NoError(t, json.Unmarshal(raw, &payload))
-		payload["installation"] = map[string]any{"id": 957387, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uOTU3Mzg3"} // as webhooks carry it
-		payload["comment"].(map[string]any)["body"] = "@superagent please fix the typo in the README"
-		body, err := json.Marshal(payload)
-		require.NoError(t, err)
+		installApp(t, p, secret, "story-install", dbURL)
+		body := commentPayload(t, "@superagent please fix the typo in the README")
 		deliverGitHub(t, p, secret, "issue_comment", "story-1", body)
 
 		var ticket struct {

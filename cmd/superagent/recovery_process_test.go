@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -90,23 +88,8 @@ func TestKilledExecutorResumesOnAnotherProcess(t *testing.T) {
 	worker := start(t, "worker", workerEnv, "worker")
 	worker.waitLog(`"msg":"working"`, 30*time.Second)
 
-	installation, err := os.ReadFile(filepath.Join("testdata", "installation.created.json"))
-	require.NoError(t, err)
-	deliverGitHub(t, serve, secret, "installation", "recovery-install", installation)
-	var payload map[string]any
-	raw, err := os.ReadFile(filepath.Join("testdata", "issue_comment.created.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(raw, &payload))
-	payload["installation"] = map[string]any{"id": 957387, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uOTU3Mzg3"} // as webhooks carry it
-	payload["comment"].(map[string]any)["body"] = "@superagent please fix the typo in the README"
-	body, err := json.Marshal(payload)
-	require.NoError(t, err)
-	waitFor(t, 30*time.Second, "the installation to be recorded", func() bool {
-		var n int
-		require.NoError(t, openDB(t, dbURL).QueryRow(context.Background(), "SELECT count(*) FROM github_repositories WHERE full_name = $1", helloRepo).Scan(&n))
-		return n == 1
-	})
-	deliverGitHub(t, serve, secret, "issue_comment", "recovery-1", body)
+	installApp(t, serve, secret, "recovery-install", dbURL)
+	deliverGitHub(t, serve, secret, "issue_comment", "recovery-1", commentPayload(t, "@superagent please fix the typo in the README"))
 
 	select {
 	case <-hanging:

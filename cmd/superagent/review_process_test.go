@@ -69,16 +69,8 @@ func serveFor(t *testing.T, dbURL string, gh *fakegithub.Server, model *fakeopen
 	}
 	p := start(t, "serve", env, "serve")
 	p.waitHTTP("/readyz", 30*time.Second)
-	installation, err := os.ReadFile(filepath.Join("testdata", "installation.created.json"))
-	require.NoError(t, err)
-	deliverGitHub(t, p, secret, "installation", "install-"+token, installation)
-	store := openDB(t, dbURL)
-	waitFor(t, 30*time.Second, "the installation to be recorded", func() bool {
-		var n int
-		require.NoError(t, store.QueryRow(context.Background(), "SELECT count(*) FROM github_repositories WHERE full_name = $1", helloRepo).Scan(&n))
-		return n == 1
-	})
-	return p, store
+	installApp(t, p, secret, "install-"+token, dbURL)
+	return p, openDB(t, dbURL)
 }
 
 var failingCheck = regexp.MustCompile(`FAIL: NOTES\.md must mention (attempt [0-9]+)`)

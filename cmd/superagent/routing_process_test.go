@@ -123,6 +123,36 @@ func TestRequestIsRoutedIntoATicket(t *testing.T) {
 	})
 }
 
+// installApp delivers the App's installation on helloRepo to p, as GitHub
+// does when a team installs it, and waits until it is recorded.
+func installApp(t *testing.T, p *proc, secret, guid, dbURL string) {
+	t.Helper()
+	installation, err := os.ReadFile(filepath.Join("testdata", "installation.created.json"))
+	require.NoError(t, err)
+	deliverGitHub(t, p, secret, "installation", guid, installation)
+	d := openDB(t, dbURL)
+	waitFor(t, 30*time.Second, "the installation to be recorded", func() bool {
+		var n int
+		require.NoError(t, d.QueryRow(context.Background(), "SELECT count(*) FROM github_repositories WHERE full_name = $1", helloRepo).Scan(&n))
+		return n == 1
+	})
+}
+
+// commentPayload is the issue_comment.created fixture asking text, for
+// the installation installApp records, as webhooks carry it.
+func commentPayload(t *testing.T, text string) []byte {
+	t.Helper()
+	var payload map[string]any
+	raw, err := os.ReadFile(filepath.Join("testdata", "issue_comment.created.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &payload))
+	payload["installation"] = map[string]any{"id": 957387, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uOTU3Mzg3"}
+	payload["comment"].(map[string]any)["body"] = text
+	body, err := json.Marshal(payload)
+	require.NoError(t, err)
+	return body
+}
+
 // deliverGitHub posts a signed webhook delivery to p, as GitHub does, and
 // requires that it is accepted.
 func deliverGitHub(t *testing.T, p *proc, secret, event, guid string, body []byte) {
