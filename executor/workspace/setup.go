@@ -396,12 +396,12 @@ var ErrTooLarge = errors.New("file too large")
 // origin/HEAD the clone recorded), at most limit bytes; ok is false when
 // there is no such regular file there (a symlink does not count).
 func (w *Workspace) BaseFile(ctx context.Context, path string, limit int64) (data []byte, ok bool, err error) {
+	if !w.refExists(ctx, "refs/remotes/origin/HEAD") {
+		// No origin/HEAD (an empty remote): nothing to read.
+		return nil, false, nil
+	}
 	out, err := w.git(ctx, "ls-tree", "-z", "refs/remotes/origin/HEAD", "--", path)
 	if err != nil {
-		// No origin/HEAD (an empty remote): nothing to read.
-		if _, herr := w.git(ctx, "rev-parse", "--verify", "-q", "refs/remotes/origin/HEAD"); herr != nil {
-			return nil, false, nil
-		}
 		return nil, false, fmt.Errorf("reading %s: %w", path, err)
 	}
 	meta, name, found := strings.Cut(strings.TrimSuffix(out, "\x00"), "\t")
