@@ -28,7 +28,6 @@ const setupURL = "/admin/setup"
 type setupPage struct {
 	Default  repoenv.DefaultScript
 	Secrets  []repoenv.SecretInfo
-	Problem  string
 	Disabled bool
 }
 
@@ -37,7 +36,7 @@ func (a *Admin) getSetup(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *Admin) renderSetup(w http.ResponseWriter, r *http.Request, status int, problem string) error {
-	p := setupPage{Problem: problem, Disabled: a.deps.RepoEnv == nil}
+	p := setupPage{Disabled: a.deps.RepoEnv == nil}
 	if a.deps.RepoEnv != nil {
 		var err error
 		if p.Default, err = a.deps.RepoEnv.Default(r.Context(), a.db); err != nil {
@@ -47,7 +46,11 @@ func (a *Admin) renderSetup(w http.ResponseWriter, r *http.Request, status int, 
 			return err
 		}
 	}
-	return a.render(w, r, status, "setup.html", pageData{Title: "Setup and secrets", Nav: "setup", Data: p})
+	pd := pageData{Title: "Setup and secrets", Nav: "setup", Data: p}
+	if problem != "" {
+		pd.Flash, pd.FlashKind = "Nothing was saved: "+problem, "warn"
+	}
+	return a.render(w, r, status, "setup.html", pd)
 }
 
 // postSetup saves the default script, sets a secret or deletes one. A

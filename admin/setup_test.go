@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
@@ -122,4 +123,51 @@ func TestSetupPageAndTicketPage(t *testing.T) {
 		require.Contains(t, res.body, "the repository&#39;s .superagent/setup.sh failed: exit code 2 after 3s")
 		require.Contains(t, res.body, "npm ERR! network unreachable")
 	})
+}
+
+// In a browser: the default script and a secret are saved through the
+// Setup page, which shows the secret's name and never its value; the
+// Ticket page shows the failed setup.
+func TestBrowserSetupPage(t *testing.T) {
+	ctx := browser(t, 1280)
+	d := dbtest.SQLite(t)
+	p, env, store := setupPanel(t, d)
+	signInBrowser(t, ctx, p.srv.URL, "Ada")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(p.srv.URL+"/admin/setup"),
+		chromedp.WaitVisible(chromedp.CSS("#script")),
+		chromedp.SendKeys(chromedp.CSS("#script"), "go mod download\n"),
+	))
+	click(t, ctx, `#default-h ~ form button[type="submit"]`, ".flash-ok")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS("#repo"), "acme/web"),
+		chromedp.SendKeys(chromedp.CSS("#name"), "API_TOKEN"),
+		chromedp.SendKeys(chromedp.CSS("#value"), secretValue),
+	))
+	click(t, ctx, `#value ~ button[type="submit"]`, ".flash-ok")
+	require.Equal(t, "Saved.", text(t, ctx, ".flash-ok"))
+	require.Contains(t, text(t, ctx, "#secrets-h ~ table"), "API_TOKEN")
+	html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
+	require.NoError(t, err)
+	require.NotContains(t, html, secretValue)
+	value, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#value").value`))
+	require.NoError(t, err)
+	require.Empty(t, value)
+	script, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#script").value`))
+	require.NoError(t, err)
+	require.Equal(t, "go mod download\n", script, "the saved default is shown")
+	screenshot(t, ctx, "setup", "")
+
+	ctxb := context.Background()
+	tk, err := store.CreateTicket(ctxb, d, tickets.Ticket{Title: "Fix the build", Repo: "acme/web"})
+	require.NoError(t, err)
+	require.NoError(t, env.Record(ctxb, d, repoenv.Outcome{TicketID: tk.ID, Source: repoenv.SourceDefault, ScriptSHA256: strings.Repeat("cd", 32),
+		ExitCode: 1, Tail: "go: module lookup disabled", Duration: time.Second}))
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(p.srv.URL+"/admin/tickets/"+itoa(tk.ID)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-setup="failed"]`)),
+	))
+	require.Contains(t, text(t, ctx, `[data-setup="failed"]`), "the team's default setup script failed: exit code 1")
+	require.Contains(t, text(t, ctx, "#setup-h ~ details pre"), "go: module lookup disabled")
 }
