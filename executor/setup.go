@@ -146,7 +146,7 @@ func (e *Executor) setupFacts(ctx context.Context, t tickets.Ticket) ([]promptpa
 			names[i] = s.Name
 		}
 		vars = append(vars, promptparts.Var{Name: "Secrets", Value: strings.Join(names, ", ") +
-			" are set in every command's environment; their values are redacted from all output and must never be written to a file or a commit"})
+			" (in every command's environment for the repository's tests; their values are redacted from all output; never write them to a file or a commit)"})
 	}
 	return vars, nil
 }

@@ -215,7 +215,7 @@ func TestRepositorySecretReachesTheTestButNothingElse(t *testing.T) {
 		require.Regexp(t, `^exit code 0 `, out[0], "the test saw the secret")
 		require.Contains(t, out[0], "token is [REDACTED]")
 		require.Contains(t, out[1], "API_TOKEN=[REDACTED]")
-		require.Contains(t, e.model.Last().Text(), "API_TOKEN are set in every command's environment")
+		require.Contains(t, e.model.Last().Text(), "API_TOKEN (in every command's environment for the repository's tests")
 		requireNowhere(t, e, apiToken)
 	})
 }
