@@ -33,6 +33,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/superagent-dev/superagent/executor/repoenv"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/internal/secret"
@@ -101,6 +102,9 @@ type Deps struct {
 	Scrubber *secret.Scrubber
 	// Trial tries drafts on recorded model requests; nil hides it.
 	Trial *trial.Trial
+	// RepoEnv holds the team's default setup script, the repositories'
+	// secrets and the Tickets' setup outcomes; nil hides the setup page.
+	RepoEnv *repoenv.Store
 }
 
 // Admin is the panel.
@@ -165,6 +169,7 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 //	GET, POST  /admin/tickets, /admin/tickets/{id}
 //	GET        /admin/tickets/{id}/events (the live page's server-sent events)
 //	GET        /admin/activity
+//	GET, POST  /admin/setup (the default setup script, repository secrets)
 //	*          /admin/jobs/ (River UI)
 //
 // Everything but sign-in and the static files requires a session; every
@@ -204,6 +209,8 @@ func (a *Admin) Routes(r chi.Router) {
 			r.Get("/tickets/{id}/events", a.handle(a.getTicketEvents))
 			r.Post("/tickets/{id}", a.handle(a.postTicket))
 			r.Get("/activity", a.handle(a.getActivity))
+			r.Get("/setup", a.handle(a.getSetup))
+			r.Post("/setup", a.handle(a.postSetup))
 			r.Handle("/jobs", http.RedirectHandler("/admin/jobs/", http.StatusMovedPermanently))
 			r.Handle("/jobs/*", a.jobs())
 		})

@@ -109,6 +109,7 @@ var flashes = map[string]struct{ text, kind string }{
 	"stopped":          {"Ticket stopped. Its Session ends at its next step and nothing more is written for it.", "ok"},
 	"continued":        {"Ticket continued: a new Session picks up where the last one stopped.", "ok"},
 	"retried":          {"Ticket retried: a new job goes on where its Session stopped.", "ok"},
+	"setup-saved":      {"Saved.", "ok"},
 }
 
 func flashFrom(r *http.Request) (string, string) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/superagent-dev/superagent/executor/repoenv"
 	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -90,6 +91,8 @@ type ticketPage struct {
 	Links []ticketLink
 	// Files are its pull request's changed files; nil without one.
 	Files *pullFilesView
+	// Setup is the Ticket's last setup; nil when none ran.
+	Setup *repoenv.Outcome
 }
 
 // sessionView is one Session with its transcript and model requests.
@@ -153,6 +156,13 @@ func (a *Admin) getTicket(w http.ResponseWriter, r *http.Request) error {
 		p.Cards = append(p.Cards, c)
 	}
 	p.Links = ticketLinks(t, p.Threads, p.Cards)
+	if a.deps.RepoEnv != nil {
+		if o, ok, err := a.deps.RepoEnv.Ticket(ctx, a.db, id); err != nil {
+			return err
+		} else if ok {
+			p.Setup = &o
+		}
+	}
 	p.Files = a.pullFiles(ctx, t.Repo, t.PullNumber)
 	if st := a.deps.Sessions; st != nil {
 		totals, err := st.TicketTotals(ctx, a.db, id)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/superagent-dev/superagent/executor/repoenv"
 	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
@@ -103,6 +104,10 @@ type Deps struct {
 	// hooks say so in the Ticket's conversation. Default: a Stopper
 	// without hooks.
 	Continuer Continuer
+	// RepoEnv holds the team's default setup script, the repositories'
+	// secrets and the Tickets' setup outcomes. Default: a store over DB
+	// without a key, which reads no secrets.
+	RepoEnv *repoenv.Store
 }
 
 // Executor runs Executor Sessions.
@@ -163,6 +168,9 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
+	}
+	if deps.RepoEnv == nil {
+		deps.RepoEnv = repoenv.New(deps.DB, nil, cfg.Now)
 	}
 	e := &Executor{cfg: cfg, deps: deps, metrics: m}
 	if e.deps.Continuer == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/executor"
+	"github.com/superagent-dev/superagent/executor/repoenv"
 	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
@@ -64,6 +65,9 @@ type env struct {
 	publicURL string
 	// session tunes the Executor Sessions' runtime.
 	session session.Config
+	// repoEnv, when set, is the Executor's store of setup scripts and
+	// secrets.
+	repoEnv *repoenv.Store
 }
 
 type syncBuffer struct {
@@ -140,7 +144,7 @@ func (e *env) executor(t *testing.T) *executor.Executor {
 	x, err := executor.New(executor.Config{Logger: logger, LeaseTTL: 3 * time.Second, Registerer: e.reg,
 		NoProgress: !e.progress, PublicURL: e.publicURL, Session: e.session},
 		executor.Deps{DB: e.d, Tickets: e.store, Wake: e.wake, Prompts: e.prompts, Model: client, Scrubber: e.scrub,
-			Workspaces: ws, GitHub: e.ghc, Feishu: e.fsc})
+			Workspaces: ws, GitHub: e.ghc, Feishu: e.fsc, RepoEnv: e.repoEnv})
 	require.NoError(t, err)
 	return x
 }

@@ -19,6 +19,11 @@ func (e *Executor) promptInput(ctx context.Context, ticketID int64) (promptparts
 		return promptparts.Input{}, fmt.Errorf("reading the ticket of an executor prompt: %w", err)
 	}
 	in := promptparts.Input{Role: promptparts.RoleExecutor, Environment: e.environment(t)}
+	facts, err := e.setupFacts(ctx, t)
+	if err != nil {
+		return promptparts.Input{}, err
+	}
+	in.Environment = append(in.Environment, facts...)
 	if ws, err := e.deps.Workspaces.Open(t.ID); err == nil {
 		dirs, err := e.workedDirs(ctx, t.ID)
 		if err != nil {

@@ -52,6 +52,10 @@ type runArgs struct {
 
 func (e *Executor) runCommand(ctx context.Context, ws *workspace.Workspace, t tickets.Ticket, a runArgs) (string, error) {
 	e.workedIn(ctx, t.ID, a.Workdir)
+	ws, err := e.commandWorkspace(ctx, ws, t)
+	if err != nil {
+		return "", err
+	}
 	res, err := ws.Run(ctx, a.Command, a.Workdir, time.Duration(a.Timeout)*time.Second)
 	if err != nil {
 		return "", err
@@ -63,7 +67,9 @@ func (e *Executor) runCommand(ctx context.Context, ws *workspace.Workspace, t ti
 	}
 	fmt.Fprintf(&b, " after %s\n", res.Duration.Round(time.Millisecond))
 	b.WriteString(res.Output)
-	return b.String(), nil
+	// The repository's secrets are in the command's environment: none of
+	// their values leaves here.
+	return e.deps.Scrubber.Scrub(b.String()), nil
 }
 
 type readArgs struct {

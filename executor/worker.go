@@ -147,6 +147,9 @@ func (e *Executor) execute(ctx context.Context, ticketID int64) error {
 		if err := e.prepareFor(ctx, t, sid); err != nil {
 			return err
 		}
+		if err := e.setUp(ctx, t, sid); err != nil {
+			return err
+		}
 	}
 	if t.State == tickets.TicketOpen || t.State == tickets.TicketWaiting {
 		if err := st.SetTicketState(ctx, e.deps.DB, t.ID, tickets.TicketWorking); err != nil && !errors.Is(err, tickets.ErrPaused) {

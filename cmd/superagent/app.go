@@ -17,6 +17,7 @@ import (
 
 	"github.com/superagent-dev/superagent/admin"
 	"github.com/superagent-dev/superagent/executor"
+	"github.com/superagent-dev/superagent/executor/repoenv"
 	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
@@ -75,10 +76,13 @@ type app struct {
 	// executor runs the Tickets' Executor Sessions; nil with the
 	// orchestrator.
 	executor *executor.Executor
+	// repoEnv holds the setup scripts, repository secrets and setup
+	// outcomes.
+	repoEnv *repoenv.Store
 }
 
 func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (*app, error) {
-	a := &app{logger: logger, db: d, registry: prometheus.NewRegistry()}
+	a := &app{logger: logger, db: d, registry: prometheus.NewRegistry(), repoEnv: repoenv.New(d, cfg.secretsBox, nil)}
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		tickets.NewStateCollector(d))
 
@@ -191,7 +195,8 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 	}
 	ws, err := workspace.NewManager(workspace.Config{Root: filepath.Join(cfg.DataDir, "workspaces"), Sandbox: cfg.Sandbox,
 		Network: cfg.SandboxNetwork, Egress: cfg.SandboxEgress, Logger: a.logger, ExtraReadOnly: cfg.SandboxReadOnly, MaxBytes: cfg.SandboxDisk,
-		CPUSeconds: cfg.SandboxCPUSeconds, MemoryBytes: cfg.SandboxMemory, MaxProcesses: cfg.SandboxProcesses})
+		CPUSeconds: cfg.SandboxCPUSeconds, MemoryBytes: cfg.SandboxMemory, MaxProcesses: cfg.SandboxProcesses,
+		SetupTimeout: cfg.SetupTimeout, SetupMaxBytes: cfg.SetupDisk})
 	if err != nil {
 		return &settingError{"SUPERAGENT_SANDBOX", err.Error() + " (install bubblewrap, or set SUPERAGENT_SANDBOX=none for development only)"}
 	}
@@ -206,7 +211,7 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 		Logger:      a.logger,
 	}, executor.Deps{
 		DB: a.db, Tickets: a.tickets, Wake: a.orchestrator.Waker(), Prompts: a.prompts, Model: m, Scrubber: cfg.scrub,
-		Workspaces: ws, GitHub: a.github, Feishu: a.feishu, Continuer: a.stopper(),
+		Workspaces: ws, GitHub: a.github, Feishu: a.feishu, Continuer: a.stopper(), RepoEnv: a.repoEnv,
 	})
 	if err != nil {
 		return err
@@ -391,6 +396,7 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		PullFiles:   a.pullFiles(),
 		Scrubber:    cfg.scrub,
 		Trial:       a.trial(cfg),
+		RepoEnv:     a.repoEnv,
 	})
 	if err != nil {
 		return nil, err
@@ -408,6 +414,7 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	a.webhooks.APIRoutes(hs.API)
 	admin.NewTicketsAPI(a.db, a.tickets, a.sessions, a.logger).WithPauser(a.pauser()).WithStopper(a.stopper()).Routes(hs.API)
 	panel.Routes(hs.Root)
+	panel.SetupRoutes(hs.API)
 	// Header, body and idle timeouts: see httpserver.HTTPServer.
 	srv := hs.HTTPServer(context.WithoutCancel(ctx))
 	// Live Ticket pages stream until the page closes: end them when the

@@ -81,10 +81,18 @@ type config struct {
 	SandboxMemory     int64
 	SandboxProcesses  int
 	SandboxDisk       int64
-	ExecutorWallTime  time.Duration
-	ExecutorLease     time.Duration
-	TicketBudget      int64
-	ReviewBots        []string
+	// SetupTimeout and SetupDisk bound a repository's setup run and its
+	// cache; zero means the workspace package's default.
+	SetupTimeout time.Duration
+	SetupDisk    int64
+	// SecretsKey is SUPERAGENT_SECRETS_KEY, which seals the repositories'
+	// secrets at rest; secretsBox is nil without it.
+	SecretsKey       string
+	secretsBox       *secret.Box
+	ExecutorWallTime time.Duration
+	ExecutorLease    time.Duration
+	TicketBudget     int64
+	ReviewBots       []string
 
 	// PublicURL is SUPERAGENT_PUBLIC_URL, the base of links to Ticket pages.
 	PublicURL string
@@ -326,6 +334,27 @@ func loadConfig(getenv func(string) string) (*config, error) {
 			return err
 		},
 		func() (err error) {
+			c.SetupTimeout, err = parseDuration("SUPERAGENT_SETUP_TIMEOUT", getenv("SUPERAGENT_SETUP_TIMEOUT"), 15*time.Minute)
+			return err
+		},
+		func() (err error) {
+			c.SetupDisk, err = parseBytes("SUPERAGENT_SETUP_DISK", getenv("SUPERAGENT_SETUP_DISK"))
+			return err
+		},
+		func() error {
+			if c.SecretsKey = getenv("SUPERAGENT_SECRETS_KEY"); c.SecretsKey == "" {
+				return nil
+			}
+			key, err := secret.ParseKey(c.SecretsKey)
+			if err == nil {
+				c.secretsBox, err = secret.NewBox(key)
+			}
+			if err != nil {
+				return &settingError{"SUPERAGENT_SECRETS_KEY", err.Error()}
+			}
+			return nil
+		},
+		func() (err error) {
 			c.ExecutorWallTime, err = parseDuration("SUPERAGENT_EXECUTOR_WALL_TIME", getenv("SUPERAGENT_EXECUTOR_WALL_TIME"), 2*time.Hour)
 			return err
 		},
@@ -418,7 +447,7 @@ func realPath(p string) string {
 // secrets lists every secret value the process holds, for scrubbing.
 func (c *config) secrets() []string {
 	var out []string
-	for _, s := range []string{c.AdminToken, c.GitHubWebhookSecret, c.FeishuAppSecret, c.FeishuVerificationToken, c.FeishuEncryptKey, c.ModelAPIKey, c.Router.APIKey, string(c.GitHubPrivateKeyPEM)} {
+	for _, s := range []string{c.AdminToken, c.GitHubWebhookSecret, c.FeishuAppSecret, c.FeishuVerificationToken, c.FeishuEncryptKey, c.ModelAPIKey, c.Router.APIKey, string(c.GitHubPrivateKeyPEM), c.SecretsKey} {
 		if s != "" {
 			out = append(out, s)
 		}

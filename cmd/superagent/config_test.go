@@ -60,6 +60,9 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		{"sandbox memory", "SUPERAGENT_SANDBOX_MEMORY", "8GB", `SUPERAGENT_SANDBOX_MEMORY: must be a positive size such as 8GiB, 512MiB or a number of bytes, got "8GB"`},
 		{"sandbox disk", "SUPERAGENT_SANDBOX_DISK", "-1", `SUPERAGENT_SANDBOX_DISK: must be a positive size such as 8GiB, 512MiB or a number of bytes, got "-1"`},
 		{"lease", "SUPERAGENT_EXECUTOR_LEASE", "-1s", "SUPERAGENT_EXECUTOR_LEASE: must be a positive duration"},
+		{"setup timeout", "SUPERAGENT_SETUP_TIMEOUT", "later", `SUPERAGENT_SETUP_TIMEOUT: must be a positive duration such as 30s or 5m, got "later"`},
+		{"setup disk", "SUPERAGENT_SETUP_DISK", "1TB", `SUPERAGENT_SETUP_DISK: must be a positive size`},
+		{"secrets key", "SUPERAGENT_SECRETS_KEY", "too-short", "SUPERAGENT_SECRETS_KEY: the key must be 32 bytes"},
 		{"budget", "SUPERAGENT_TICKET_TOKEN_BUDGET", "lots", `SUPERAGENT_TICKET_TOKEN_BUDGET: must be a number of tokens (0 for none), got "lots"`},
 		{"trigger label", "SUPERAGENT_GITHUB_TRIGGER_LABEL", strings.Repeat("x", 51), `SUPERAGENT_GITHUB_TRIGGER_LABEL: must be a label name of 1 to 50 characters`},
 	}
@@ -145,8 +148,14 @@ func TestLoadConfigReadsSandboxLimits(t *testing.T) {
 	c, err := loadConfig(envOf(map[string]string{
 		"SUPERAGENT_SANDBOX_CPU_SECONDS": "60", "SUPERAGENT_SANDBOX_PROCESSES": "200",
 		"SUPERAGENT_SANDBOX_MEMORY": "512MiB", "SUPERAGENT_SANDBOX_DISK": "4GiB",
+		"SUPERAGENT_SETUP_TIMEOUT": "20m", "SUPERAGENT_SETUP_DISK": "1GiB",
+		"SUPERAGENT_SECRETS_KEY": strings.Repeat("ab", 32),
 	}))
 	require.NoError(t, err)
+	require.Equal(t, 20*time.Minute, c.SetupTimeout)
+	require.Equal(t, int64(1<<30), c.SetupDisk)
+	require.NotNil(t, c.secretsBox)
+	require.Contains(t, c.secrets(), strings.Repeat("ab", 32), "the key is known to the scrubber")
 	require.Equal(t, 60, c.SandboxCPUSeconds)
 	require.Equal(t, 200, c.SandboxProcesses)
 	require.Equal(t, int64(512<<20), c.SandboxMemory)

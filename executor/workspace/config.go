@@ -91,6 +91,13 @@ type Config struct {
 	// the same path (e.g. /usr/local/go); each one's bin directory, if any, is
 	// put on the sandbox PATH. Default: none beyond the system directories.
 	ExtraReadOnly []string
+	// SetupTimeout bounds one run of a repository's setup script
+	// (Workspace.Setup). Default 15 min; it is not capped by MaxTimeout.
+	SetupTimeout time.Duration
+	// SetupMaxBytes is the disk quota of one repository's setup cache, the
+	// directory setup writes and later commands read; setup is stopped once
+	// the cache passes it. Default: MaxBytes.
+	SetupMaxBytes int64
 
 	// Set by withDefaults: the parsed Egress.
 	egress []egressRule
@@ -120,6 +127,7 @@ const (
 	defaultCPUSeconds     = 1800
 	defaultMemoryBytes    = 8 << 30
 	defaultMaxProcesses   = 1024
+	defaultSetupTimeout   = 15 * time.Minute
 )
 
 // withDefaults returns cfg with defaults filled in, or one error listing every
@@ -151,6 +159,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.GitPath = "git"
 	}
 	errs = orDefault(&cfg.MaxOutputBytes, defaultMaxOutputBytes, "max output bytes", errs)
+	errs = orDefault(&cfg.SetupTimeout, defaultSetupTimeout, "setup timeout", errs)
+	errs = orDefault(&cfg.SetupMaxBytes, cfg.MaxBytes, "setup max bytes", errs)
 	errs = orDefault(&cfg.MaxTimeout, defaultMaxTimeout, "max timeout", errs)
 	if cfg.SlirpPath == "" {
 		cfg.SlirpPath = "slirp4netns"
@@ -188,7 +198,7 @@ func (cfg Config) withDefaults() (Config, error) {
 			continue
 		}
 		p = filepath.Clean(p)
-		if p == "/" || p == "/tmp" || p == "/tmp/home" || under(p, sandboxWorkspace) || under(p, "/proc") || under(p, "/dev") {
+		if p == "/" || p == "/tmp" || p == "/tmp/home" || under(p, sandboxWorkspace) || under(p, sandboxCache) || under(p, "/proc") || under(p, "/dev") {
 			errs = append(errs, fmt.Errorf("extra read-only path %q would cover a sandbox mount", p))
 			continue
 		}

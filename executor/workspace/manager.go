@@ -94,7 +94,7 @@ func (m *Manager) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	st, err := m.runSandboxed(ctx, tools, 0, dir, sandboxWorkspace, "true", &out, false)
+	st, err := m.runSandboxed(ctx, tools, 0, dir, sandboxWorkspace, "true", &out, extras{}, nil)
 	if err == nil && st.exitCode != 0 {
 		err = fmt.Errorf("exit status %d", st.exitCode)
 	}

@@ -104,7 +104,7 @@ func (l *launch) close() {
 // newLaunch builds the bubblewrap invocation that runs command with
 // /bin/sh -c in a sandbox around the workspace at dir, starting in chdir.
 // With an egress list, proxySock is the egress proxy's socket on the host.
-func newLaunch(cfg Config, dir, chdir, command, proxySock string) (l *launch, err error) {
+func newLaunch(cfg Config, dir, chdir, command, proxySock string, x extras) (l *launch, err error) {
 	l = &launch{privileged: os.Geteuid() == 0}
 	defer func() {
 		if err != nil {
@@ -186,14 +186,25 @@ func newLaunch(cfg Config, dir, chdir, command, proxySock string) (l *launch, er
 	for _, p := range cfg.ExtraReadOnly {
 		l.args = append(l.args, "--ro-bind", p, p)
 	}
-	env := sandboxEnv(cfg)
+	if x.cache != "" {
+		bind := "--ro-bind"
+		if x.cacheRW {
+			bind = "--bind"
+		}
+		l.args = append(l.args, bind, x.cache, sandboxCache)
+	}
+	env := commandEnv(cfg, x, sandboxCache)
 	if proxySock != "" {
 		l.args = append(l.args, parentDirs([]string{sandboxRelay})...)
 		l.args = append(l.args, "--ro-bind", cfg.RelayPath, sandboxRelay, "--ro-bind", proxySock, sandboxProxySck)
 		env = append(env, proxyEnv()...)
 	}
+	bindWorkspace := "--bind"
+	if x.workspaceRO {
+		bindWorkspace = "--ro-bind"
+	}
 	l.args = append(l.args,
-		"--bind", dir, sandboxWorkspace,
+		bindWorkspace, dir, sandboxWorkspace,
 		// Mounted over the writable workspace: sandboxed code may read
 		// history but not plant hooks or config that the host's git obeys.
 		"--ro-bind", filepath.Join(dir, ".git"), sandboxWorkspace+"/.git",
@@ -319,13 +330,13 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 	case SandboxNone:
 		cmd := exec.CommandContext(runCtx, "/bin/sh", "-c", command)
 		cmd.Dir = filepath.Join(w.dir, filepath.FromSlash(rel))
-		cmd.Env = sandboxEnv(w.m.cfg)
+		cmd.Env = commandEnv(w.m.cfg, w.extras, w.extras.cache)
 		st, err = runGroup(cmd, out, nil, nil)
 	default:
 		if w.tools.bwrap == "" {
 			return Result{}, errors.New("running command: sandbox not checked; create the workspace through NewManager")
 		}
-		st, err = w.m.runSandboxed(runCtx, w.tools, w.id, w.dir, path2sandbox(rel), command, out, true)
+		st, err = w.m.runSandboxed(runCtx, w.tools, w.id, w.dir, path2sandbox(rel), command, out, w.extras, &quotaWatch{dir: w.dir, limit: w.m.cfg.MaxBytes})
 	}
 	res := Result{Duration: st.duration, ExitCode: st.exitCode, OverQuota: st.overQuota > 0}
 	res.Output, res.Truncated = out.result()
@@ -374,9 +385,9 @@ type runState struct {
 
 // runSandboxed runs command under bubblewrap with the workspace at dir and
 // returns how it ended. A non-zero exit or a kill at ctx's deadline is not an
-// error. With quota, the workspace is watched during the command and the
-// command killed once it passes Config.MaxBytes.
-func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, ticket int64, dir, chdir, command string, out io.Writer, quota bool) (st runState, err error) {
+// error. With quota, its directory is watched during the command and the
+// command killed once it passes the limit.
+func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, ticket int64, dir, chdir, command string, out io.Writer, x extras, quota *quotaWatch) (st runState, err error) {
 	var proxySock string
 	if len(m.cfg.egress) > 0 {
 		proxy, err := m.startEgress(ticket)
@@ -386,7 +397,7 @@ func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, ticket i
 		defer func() { st.refused = proxy.stop() }()
 		proxySock = proxy.sock
 	}
-	l, err := newLaunch(m.cfg, dir, chdir, command, proxySock)
+	l, err := newLaunch(m.cfg, dir, chdir, command, proxySock, x)
 	if err != nil {
 		return runState{}, err
 	}
@@ -423,8 +434,8 @@ func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, ticket i
 			stopNet = stop
 		}
 		stopWatch := func() int64 { return 0 }
-		if quota {
-			stopWatch = watchQuota(dir, m.cfg.MaxBytes, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		if quota != nil {
+			stopWatch = watchQuota(quota.dir, quota.limit, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 		}
 		return func() int64 {
 			over := stopWatch()

@@ -16,6 +16,8 @@ type Workspace struct {
 	id    int64
 	dir   string
 	tools sandboxTools
+	// extras are what With added to its commands.
+	extras extras
 }
 
 // Dir returns the workspace's directory on the host.
