@@ -90,15 +90,17 @@ type FeishuConfig struct {
 
 // Service receives and processes deliveries.
 type Service struct {
-	cfg     Config
-	d       *db.DB
-	q       *queue.Queue
-	gh      *githubapp.Client
-	fs      *feishu.Client
-	lark    *feishu.Verifier
-	logger  *slog.Logger
-	store   *tickets.Store
-	metrics *metrics
+	cfg  Config
+	d    *db.DB
+	q    *queue.Queue
+	gh   *githubapp.Client
+	fs   *feishu.Client
+	lark *feishu.Verifier
+	// cardAnswer answers card actions (AnswerCards).
+	cardAnswer CardAnswerer
+	logger     *slog.Logger
+	store      *tickets.Store
+	metrics    *metrics
 
 	commits *committer
 

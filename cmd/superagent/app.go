@@ -176,6 +176,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 	}
 	a.orchestrator.Register(a.queue)
 	a.webhooks.AddHook(a.orchestrator)
+	a.webhooks.AnswerCards(a.orchestrator.AnswerCardAction)
 	return a.buildExecutor(cfg, env, usage)
 }
 
@@ -485,7 +486,8 @@ func (a *app) probeServer(ctx context.Context) *http.Server {
 // startFeishuLongConn receives Feishu events over the SDK's long connection
 // instead of the webhook, for teams without a public URL.
 func (a *app) startFeishuLongConn(ctx context.Context, cfg *config) {
-	lc, err := feishu.NewLongConn(feishu.LongConnConfig{AppID: cfg.FeishuAppID, AppSecret: cfg.FeishuAppSecret, BaseURL: cfg.FeishuBaseURL, Registerer: a.registry},
+	lc, err := feishu.NewLongConn(feishu.LongConnConfig{AppID: cfg.FeishuAppID, AppSecret: cfg.FeishuAppSecret, BaseURL: cfg.FeishuBaseURL, Registerer: a.registry,
+		CardAnswer: a.webhooks.FeishuCardAnswer},
 		a.webhooks.FeishuEvent, feishu.SystemClock(), a.logger)
 	if err != nil {
 		a.logger.Error("Feishu long connection not started", "error", err)
