@@ -101,6 +101,9 @@ type Deps struct {
 	Scrubber *secret.Scrubber
 	// Trial tries drafts on recorded model requests; nil hides it.
 	Trial *trial.Trial
+	// Chats lists the Feishu chats and sets their proactive admission
+	// (webhooks.Service); nil: the chats page says Feishu is not set up.
+	Chats FeishuChats
 }
 
 // Admin is the panel.
@@ -165,6 +168,7 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 //	GET, POST  /admin/tickets, /admin/tickets/{id}
 //	GET        /admin/tickets/{id}/events (the live page's server-sent events)
 //	GET        /admin/activity
+//	GET, POST  /admin/chats (Feishu chats and their proactive admission)
 //	*          /admin/jobs/ (River UI)
 //
 // Everything but sign-in and the static files requires a session; every
@@ -204,6 +208,8 @@ func (a *Admin) Routes(r chi.Router) {
 			r.Get("/tickets/{id}/events", a.handle(a.getTicketEvents))
 			r.Post("/tickets/{id}", a.handle(a.postTicket))
 			r.Get("/activity", a.handle(a.getActivity))
+			r.Get("/chats", a.handle(a.getChats))
+			r.Post("/chats", a.handle(a.postChats))
 			r.Handle("/jobs", http.RedirectHandler("/admin/jobs/", http.StatusMovedPermanently))
 			r.Handle("/jobs/*", a.jobs())
 		})

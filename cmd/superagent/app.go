@@ -383,6 +383,10 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	if err != nil {
 		return nil, err
 	}
+	var chats admin.FeishuChats
+	if a.feishu != nil {
+		chats = a.webhooks
+	}
 	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie}, a.db, a.prompts, admin.Deps{
 		Tickets:     a.tickets,
 		Sessions:    a.sessions,
@@ -392,6 +396,7 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		PullFiles:   a.pullFiles(),
 		Scrubber:    cfg.scrub,
 		Trial:       a.trial(cfg),
+		Chats:       chats,
 	})
 	if err != nil {
 		return nil, err

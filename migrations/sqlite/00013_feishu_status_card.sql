@@ -11,5 +11,10 @@ CREATE TABLE ticket_feishu_cards (
     updated_at  TIMESTAMP NOT NULL
 );
 
+-- When the service last received a message from each chat, for the panel's
+-- list of chats.
+ALTER TABLE feishu_chats ADD COLUMN last_message_at TIMESTAMP;
+
 -- +goose Down
+ALTER TABLE feishu_chats DROP COLUMN last_message_at;
 DROP TABLE ticket_feishu_cards;
