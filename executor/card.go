@@ -287,8 +287,8 @@ func (e *Executor) cardContent(ctx context.Context, t tickets.Ticket) (feishu.Co
 		elements = append(elements, map[string]any{"tag": "action", "actions": actions})
 	}
 	return feishu.Card(map[string]any{
-		"config": map[string]any{"update_multi": true, "wide_screen_mode": true},
-		"header": map[string]any{"template": colour, "title": plain(oneLine("Ticket "+strconv.FormatInt(t.ID, 10)+": "+t.Title, 100))},
+		"config":   map[string]any{"update_multi": true, "wide_screen_mode": true},
+		"header":   map[string]any{"template": colour, "title": plain(oneLine("Ticket "+strconv.FormatInt(t.ID, 10)+": "+t.Title, 100))},
 		"elements": elements,
 	})
 }
