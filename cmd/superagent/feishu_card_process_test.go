@@ -268,23 +268,15 @@ func cardRouter(req fakeopenai.Request) fakeopenai.Reply {
 		return fakeopenai.Text("Nothing else to route.")
 	}
 	var decisions []map[string]any
-	chunks := candidateCard.FindAllStringSubmatchIndex(last.Content, -1)
-	for i, m := range chunks {
-		end := len(last.Content)
-		if i+1 < len(chunks) {
-			end = chunks[i+1][0]
-		}
-		chunk := last.Content[m[0]:end]
-		if !strings.Contains(chunk, "\nstate: candidate") || strings.Contains(chunk, "card_action") {
+	for _, c := range candidates(last.Content) {
+		if strings.Contains(c.text, "card_action") {
 			continue
 		}
-		var id int64
-		_, _ = fmt.Sscan(last.Content[m[2]:m[3]], &id)
 		title := "Fix the login page typo"
-		if strings.Contains(chunk, "CSV export") {
+		if strings.Contains(c.text, "CSV export") {
 			title = "Add a CSV export"
 		}
-		decisions = append(decisions, map[string]any{"candidate": id, "action": "new", "title": title, "note": "explicit request from an allowed member"})
+		decisions = append(decisions, map[string]any{"candidate": c.id, "action": "new", "title": title, "note": "explicit request from an allowed member"})
 	}
 	if len(decisions) == 0 {
 		return fakeopenai.Text("Noted.")
