@@ -1,14 +1,14 @@
 package executor_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"flag"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"bytes"
-	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
