@@ -90,23 +90,24 @@ type FeishuConfig struct {
 
 // Service receives and processes deliveries.
 type Service struct {
-	cfg  Config
-	d    *db.DB
-	q    *queue.Queue
-	gh   *githubapp.Client
-	fs   *feishu.Client
-	lark *feishu.Verifier
-	// cardAnswer answers card actions (AnswerCards).
-	cardAnswer CardAnswerer
-	logger     *slog.Logger
-	store      *tickets.Store
-	metrics    *metrics
+	cfg     Config
+	d       *db.DB
+	q       *queue.Queue
+	gh      *githubapp.Client
+	fs      *feishu.Client
+	lark    *feishu.Verifier
+	logger  *slog.Logger
+	store   *tickets.Store
+	metrics *metrics
 
 	commits *committer
 
 	slugMu sync.Mutex
 	slug   string
 	perms  *githubapp.PermissionCache
+
+	// cardAnswer answers card actions (AnswerCards).
+	cardAnswer CardAnswerer
 }
 
 // New builds the ingestion service and registers its River worker on q
