@@ -93,6 +93,9 @@ type Deps struct {
 	// Connections reports the deployment's connections for the overview
 	// (what is configured, with a fix hint); nil shows none.
 	Connections func(ctx context.Context) []Connection
+	// Chats lists the Feishu chats and sets their proactive admission
+	// (webhooks.Service); nil: the chats page says Feishu is not set up.
+	Chats FeishuChats
 	// PullFiles lists a pull request's changed files for the Ticket page;
 	// nil leaves them out.
 	PullFiles PullFiles
@@ -101,9 +104,6 @@ type Deps struct {
 	Scrubber *secret.Scrubber
 	// Trial tries drafts on recorded model requests; nil hides it.
 	Trial *trial.Trial
-	// Chats lists the Feishu chats and sets their proactive admission
-	// (webhooks.Service); nil: the chats page says Feishu is not set up.
-	Chats FeishuChats
 }
 
 // Admin is the panel.
@@ -167,8 +167,8 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 //	GET, POST  /admin/versions, /admin/versions/{revision}, /admin/versions/diff
 //	GET, POST  /admin/tickets, /admin/tickets/{id}
 //	GET        /admin/tickets/{id}/events (the live page's server-sent events)
-//	GET        /admin/activity
 //	GET, POST  /admin/chats (Feishu chats and their proactive admission)
+//	GET        /admin/activity
 //	*          /admin/jobs/ (River UI)
 //
 // Everything but sign-in and the static files requires a session; every
@@ -207,9 +207,9 @@ func (a *Admin) Routes(r chi.Router) {
 			r.Get("/tickets/{id}", a.handle(a.getTicket))
 			r.Get("/tickets/{id}/events", a.handle(a.getTicketEvents))
 			r.Post("/tickets/{id}", a.handle(a.postTicket))
-			r.Get("/activity", a.handle(a.getActivity))
 			r.Get("/chats", a.handle(a.getChats))
 			r.Post("/chats", a.handle(a.postChats))
+			r.Get("/activity", a.handle(a.getActivity))
 			r.Handle("/jobs", http.RedirectHandler("/admin/jobs/", http.StatusMovedPermanently))
 			r.Handle("/jobs/*", a.jobs())
 		})

@@ -393,10 +393,10 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		Pauser:      a.pauser(),
 		Stopper:     a.stopper(),
 		Connections: connections(cfg, a.db),
+		Chats:       chats,
 		PullFiles:   a.pullFiles(),
 		Scrubber:    cfg.scrub,
 		Trial:       a.trial(cfg),
-		Chats:       chats,
 	})
 	if err != nil {
 		return nil, err
