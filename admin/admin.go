@@ -94,6 +94,9 @@ type Deps struct {
 	// Connections reports the deployment's connections for the overview
 	// (what is configured, with a fix hint); nil shows none.
 	Connections func(ctx context.Context) []Connection
+	// Chats lists the Feishu chats and sets their proactive admission
+	// (webhooks.Service); nil: the chats page says Feishu is not set up.
+	Chats FeishuChats
 	// PullFiles lists a pull request's changed files for the Ticket page;
 	// nil leaves them out.
 	PullFiles PullFiles
@@ -168,6 +171,7 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 //	GET, POST  /admin/versions, /admin/versions/{revision}, /admin/versions/diff
 //	GET, POST  /admin/tickets, /admin/tickets/{id}
 //	GET        /admin/tickets/{id}/events (the live page's server-sent events)
+//	GET, POST  /admin/chats (Feishu chats and their proactive admission)
 //	GET        /admin/activity
 //	GET, POST  /admin/setup (the default setup script, repository secrets)
 //	*          /admin/jobs/ (River UI)
@@ -208,6 +212,8 @@ func (a *Admin) Routes(r chi.Router) {
 			r.Get("/tickets/{id}", a.handle(a.getTicket))
 			r.Get("/tickets/{id}/events", a.handle(a.getTicketEvents))
 			r.Post("/tickets/{id}", a.handle(a.postTicket))
+			r.Get("/chats", a.handle(a.getChats))
+			r.Post("/chats", a.handle(a.postChats))
 			r.Get("/activity", a.handle(a.getActivity))
 			r.Get("/setup", a.handle(a.getSetup))
 			r.Post("/setup", a.handle(a.postSetup))

@@ -104,6 +104,8 @@ var flashes = map[string]struct{ text, kind string }{
 	"stale":            {"Someone saved revision %s after you loaded the page, so nothing was saved. The page now shows the latest revision; check it and try again.", "warn"},
 	"rebased":          {"Your draft is now based on revision %s. Preview it and save.", "ok"},
 	"discarded":        {"Draft discarded.", "ok"},
+	"proactive-on":     {"Proactive admission is on: the chat's unaddressed messages now reach the policy's propose and auto rules.", "ok"},
+	"proactive-off":    {"Proactive admission is off: only messages to the bot count in the chat.", "ok"},
 	"paused":           {"Ticket paused. It stays paused until a person resumes it.", "ok"},
 	"resumed":          {"Ticket resumed.", "ok"},
 	"stopped":          {"Ticket stopped. Its Session ends at its next step and nothing more is written for it.", "ok"},

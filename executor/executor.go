@@ -192,12 +192,13 @@ func graphQLURL(rest string) string {
 	return rest + "/graphql"
 }
 
-// Register adds the Executor's worker for jobs.ExecuteArgs to q,
-// and the watchdog that restarts Executors whose process died, every
+// Register adds the Executor's worker for jobs.ExecuteArgs to q, the
+// status cards' for jobs.CardArgs, and the watchdog that restarts Executors whose process died, every
 // LeaseTTL.
 func (e *Executor) Register(q *queue.Queue) {
 	queue.AddWorker(q, e.Worker())
 	queue.AddWorker(q, &Watchdog{e: e})
+	queue.AddWorker(q, &CardWorker{e: e})
 	queue.AddPeriodic(q, e.cfg.LeaseTTL, WatchArgs{})
 }
 

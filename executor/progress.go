@@ -72,6 +72,8 @@ func (e *Executor) TicketURL(ticketID int64) string {
 // rather than posts again. A proposal, or a Ticket without GitHub, has
 // none.
 func (e *Executor) syncProgress(ctx context.Context, ticketID int64, ended bool) error {
+	// Feishu's status card follows the same moments, in its own job.
+	e.showCard(ctx, ticketID)
 	if e.deps.GitHub == nil || e.cfg.NoProgress {
 		return nil
 	}

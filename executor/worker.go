@@ -74,7 +74,10 @@ func (e *Executor) giveUp(ctx context.Context, ticketID int64, cause error) erro
 		}
 		_, err := e.deps.Wake.Report(ctx, tx, tickets.Report{TicketID: ticketID, State: tickets.ReportBlocked,
 			Summary: fmt.Sprintf("The Executor failed %d times in a row and stopped: %s. A person must fix the cause, then retry it; a new message in the Ticket's Threads also starts it again.", maxAttempts, msg)})
-		return err
+		if err != nil || e.deps.Feishu == nil {
+			return err
+		}
+		return e.deps.Wake.ShowCard(ctx, tx, ticketID)
 	})
 }
 

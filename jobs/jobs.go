@@ -1,7 +1,8 @@
 // Package jobs holds the River job contracts every role enqueues and the
 // wake operations that enqueue them.
 //
-// The job kinds (route_turn, execute_ticket, route_watchdog) are stored in
+// The job kinds (route_turn, execute_ticket, route_watchdog,
+// feishu_status_card) are stored in
 // River's rows, so they never change. The workers live with their roles:
 // the main Session's turn and watchdog in package orchestrator, the
 // Executor's in package executor. A role wakes another only through this
@@ -61,3 +62,19 @@ func (ReviveArgs) Kind() string { return "route_watchdog" }
 func (ReviveArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: queue.Maintenance, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: queue.Unfinished()}}
 }
+
+// CardArgs brings a Ticket's status card in Feishu up to date: posted once
+// in the thread the Ticket was asked in, patched after every change of
+// state or Report. Its worker lives with the Executor.
+type CardArgs struct {
+	TicketID int64 `json:"ticket_id"`
+	// Slot tells apart a running job and the one queued behind it (see
+	// Waker.ShowCard).
+	Slot int `json:"slot,omitempty"`
+}
+
+// Kind names the job.
+func (CardArgs) Kind() string { return "feishu_status_card" }
+
+// InsertOpts puts card updates on the maintenance queue.
+func (CardArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue.Maintenance} }

@@ -82,13 +82,33 @@ func (w *Waker) WakeExecutor(ctx context.Context, tx *db.Tx, ticketID int64) err
 	return nil
 }
 
+// ShowCard enqueues the update of the Ticket's status card in Feishu,
+// inside tx, or on its own when tx is nil (a change already committed).
+// One job waits per Ticket; a second waits behind a running one, so the
+// last change is always shown.
+func (w *Waker) ShowCard(ctx context.Context, tx *db.Tx, ticketID int64) error {
+	if w == nil || w.Queue == nil {
+		return nil
+	}
+	if err := w.twoSlots(ctx, tx, time.Time{}, func(slot int) river.JobArgs { return CardArgs{TicketID: ticketID, Slot: slot} }); err != nil {
+		return fmt.Errorf("enqueueing the status card of ticket %d: %w", ticketID, err)
+	}
+	return nil
+}
+
 // twoSlots inserts the job of slot 0 and, only when that one's job is
 // already running, the job of slot 1. at is the scheduled time, or zero
-// for now.
+// for now; a nil tx inserts outside any transaction.
 func (w *Waker) twoSlots(ctx context.Context, tx *db.Tx, at time.Time, args func(slot int) river.JobArgs) error {
 	opts := &river.InsertOpts{ScheduledAt: at, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: queue.Unfinished()}}
 	for slot := range 2 {
-		res, err := w.Queue.InsertTx(ctx, tx, args(slot), opts)
+		var res *rivertype.JobInsertResult
+		var err error
+		if tx == nil {
+			res, err = w.Queue.Insert(ctx, args(slot), opts)
+		} else {
+			res, err = w.Queue.InsertTx(ctx, tx, args(slot), opts)
+		}
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -145,13 +146,22 @@ func (o *Orchestrator) applyCommand(ctx context.Context, tx *db.Tx, c tickets.Ca
 			applied = append(applied, fmt.Sprintf("%s ticket %d", cmd.Name, id))
 		}
 	}
-	if len(applied) == 0 || c.State != tickets.CardCandidate {
+	if c.State != tickets.CardCandidate {
+		return nil
+	}
+	note := "the host applied the person's command: " + strings.Join(applied, ", ")
+	switch {
+	case len(applied) == 0 && c.Kind == "card_action" && cmd.TicketID != 0:
+		// A button press is a command and never work: one that changed
+		// nothing (refused, or not applying any more) goes no further.
+		note = fmt.Sprintf("the button press (%s ticket %d) changed nothing", cmd.Name, cmd.TicketID)
+	case len(applied) == 0:
 		return nil
 	}
 	if err := st.SetCardState(ctx, tx, c.ID, tickets.CardIgnored, 0); err != nil {
 		return err
 	}
-	return st.SetRoutingNote(ctx, tx, c.ID, "the host applied the person's command: "+strings.Join(applied, ", "))
+	return st.SetRoutingNote(ctx, tx, c.ID, note)
 }
 
 // command applies one command to one Ticket and reports whether it
@@ -325,9 +335,14 @@ func (o *Orchestrator) resumed(ctx context.Context, tx *db.Tx, t tickets.Ticket,
 	return o.confirm(ctx, tx, t, c, "resume", fmt.Sprintf("Resumed ticket %d (%s) at %s's word; the work continues.", t.ID, oneLine(t.Title), by))
 }
 
-// confirm records a short confirmation under the person's command card, or
+// confirm enqueues the update of the Ticket's status card, records a
+// short confirmation under the person's command card, or
 // in the Ticket's original conversation, and schedules a turn to send it.
 func (o *Orchestrator) confirm(ctx context.Context, tx *db.Tx, t tickets.Ticket, c *tickets.Card, what, text string) error {
+	// A Ticket asked for in Feishu shows the change on its status card.
+	if err := o.wake.ShowCard(ctx, tx, t.ID); err != nil {
+		return err
+	}
 	var card tickets.Card
 	switch {
 	case c != nil:
@@ -353,4 +368,38 @@ func (o *Orchestrator) confirm(ctx context.Context, tx *db.Tx, t tickets.Ticket,
 		return err
 	}
 	return o.ScheduleTurn(ctx, tx)
+}
+
+// AnswerCardAction is the immediate answer to a press of a card button
+// that carries a command for a Ticket (a status card's Pause, Resume,
+// Stop or Continue, a proposal's Accept): a toast saying whether the
+// person may give it. It changes nothing: the press is stored before the
+// answer and applied as the person's command like any card (applyCommand,
+// which checks again), and the status card then shows the change. Any
+// other press is answered with an empty body.
+func (o *Orchestrator) AnswerCardAction(ctx context.Context, a *feishu.CardAction) feishu.CardActionResponse {
+	c := tickets.Card{Source: tickets.SourceFeishu, Kind: "card_action", Addressed: true, AddressedWhy: "card_action",
+		Thread: tickets.Thread{Source: tickets.SourceFeishu, Repo: a.ChatID},
+		Author: tickets.Author{ID: a.OperatorOpenID, Type: tickets.AuthorUser}, Text: string(a.Value)}
+	cmd, ok := ParseCommand(c)
+	if !ok || cmd.TicketID == 0 {
+		return feishu.CardActionResponse{}
+	}
+	toast := func(kind, text string) feishu.CardActionResponse {
+		return feishu.CardActionResponse{Toast: &feishu.Toast{Type: kind, Content: text}}
+	}
+	t, err := o.deps.Tickets.Ticket(ctx, o.deps.DB, cmd.TicketID)
+	switch {
+	case errors.Is(err, tickets.ErrNotFound):
+		return toast("error", fmt.Sprintf("There is no ticket %d.", cmd.TicketID))
+	case err != nil:
+		o.cfg.Logger.Error("answering a card button", "ticket", cmd.TicketID, "error", err)
+		return toast("error", "Something went wrong; please try again.")
+	}
+	if err := o.MayCommand(t, c); err != nil {
+		o.cfg.Logger.Info("card button refused", "ticket", t.ID, "command", cmd.Name, "by", tickets.Actor(c))
+		return toast("error", fmt.Sprintf("You may not %s ticket %d: only its requester, the people allowed to ask the bot, and admins may.", cmd.Name, t.ID))
+	}
+	o.cfg.Logger.Info("card button accepted", "ticket", t.ID, "command", cmd.Name, "by", tickets.Actor(c))
+	return toast("info", fmt.Sprintf("Got it: %s ticket %d. The card shows the change in a moment.", cmd.Name, t.ID))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/internal/testkit/seed"
@@ -195,5 +196,55 @@ func TestMergedPullRequestEndsItsTicket(t *testing.T) {
 		reports, err := e.store.Reports(ctx, d, tk.ID)
 		require.NoError(t, err)
 		require.Equal(t, "Pull request octo/repo#9 was merged by bob; the Ticket is done.", reports[len(reports)-1].Summary)
+	})
+}
+
+// A status card's button is answered at once with a toast that says
+// whether the person may give the command, and changes nothing; the
+// command itself arrives as the stored card. A stranger's refused press
+// goes no further than the host: not to the main Session.
+func TestAnswerCardAction(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d, nil)
+		member := tickets.Author{ID: "ou_requester", Type: tickets.AuthorUser}
+		var tk tickets.Ticket
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
+			tk, err = e.store.CreateTicket(ctx, tx, tickets.Ticket{Title: "Export", Mandate: tickets.Mandate{Source: tickets.SourceFeishu, RequestedBy: &member}})
+			return err
+		}))
+		press := func(chat, who, value string) feishu.CardActionResponse {
+			return e.o.AnswerCardAction(ctx, &feishu.CardAction{Value: []byte(value), Tag: "button", OperatorOpenID: who, MessageID: "om_card", ChatID: chat})
+		}
+		stop := `{"action":"stop","ticket":` + itoa(tk.ID) + `}`
+
+		r := press("oc_other", "ou_stranger", stop)
+		require.Equal(t, "error", r.Toast.Type)
+		require.Contains(t, r.Toast.Content, "may not stop ticket "+itoa(tk.ID))
+		r = press("oc_other", "ou_requester", stop)
+		require.Equal(t, "info", r.Toast.Type)
+		r = press("oc_team", "ou_anyone", stop)
+		require.Equal(t, "info", r.Toast.Type, "anyone in an allowed chat passes the gate")
+		r = press("oc_other", "ou_requester", `{"action":"stop","ticket":999}`)
+		require.Contains(t, r.Toast.Content, "no ticket 999")
+		require.Nil(t, press("oc_other", "ou_requester", `{"action":"vote"}`).Toast, "not a command: an empty answer")
+		require.Nil(t, e.ticket(t, tk.ID).Stop, "answering changes nothing")
+
+		// The stranger's press, stored, changes nothing and is no work.
+		thread := tickets.Thread{Source: tickets.SourceFeishu, Key: "feishu:oc_other/om_card", Repo: "oc_other"}
+		var c tickets.Card
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
+			nc := tickets.NewCard{Source: tickets.SourceFeishu, Kind: "card_action", Thread: thread, Addressed: true, AddressedWhy: "card_action",
+				Author: tickets.Author{ID: "ou_stranger", Type: tickets.AuthorUser}, Text: stop}
+			nc.DeliveryID = seed.Delivery(t, tx, "press-stranger")
+			c, err = e.store.Admit(ctx, tx, nc, 0, e.o)
+			return err
+		}))
+		require.Nil(t, e.ticket(t, tk.ID).Stop)
+		var state, note string
+		require.NoError(t, d.QueryRow(ctx, "SELECT state, routing_note FROM cards WHERE id = $1", c.ID).Scan(&state, &note))
+		require.Equal(t, tickets.CardIgnored, state)
+		require.Contains(t, note, "changed nothing")
 	})
 }

@@ -82,6 +82,7 @@ func setup(t *testing.T, d *db.DB, mod func(*orchestrator.Config)) *env {
 	e.o.Register(e.q)
 	// The Executor is package executor's; these tests only count its jobs.
 	queue.AddWorker(e.q, river.WorkFunc(func(context.Context, *river.Job[jobs.ExecuteArgs]) error { return nil }))
+	queue.AddWorker(e.q, river.WorkFunc(func(context.Context, *river.Job[jobs.CardArgs]) error { return nil }))
 	require.NoError(t, e.q.Init())
 	return e
 }

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
@@ -27,6 +28,9 @@ type FeishuChat struct {
 	Proactive   bool      `json:"proactive"`
 	ProactiveBy string    `json:"proactive_by,omitempty"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	// LastMessageAt is when the service last received a message from the
+	// chat, addressed to the bot or not; nil before the first.
+	LastMessageAt *time.Time `json:"last_message_at,omitempty"`
 }
 
 // SetProactive opts chatID in to proactive admission, or out, recording
@@ -53,7 +57,7 @@ func (s *Service) FeishuChats(ctx context.Context) ([]FeishuChat, error) {
 }
 
 func (s *Service) feishuChats(ctx context.Context, q db.Querier, only string) ([]FeishuChat, error) {
-	rows, err := q.Query(ctx, `SELECT chat_id, name, active, proactive, proactive_by, updated_at FROM feishu_chats
+	rows, err := q.Query(ctx, `SELECT chat_id, name, active, proactive, proactive_by, updated_at, last_message_at FROM feishu_chats
 WHERE $1 = '' OR chat_id = $1 ORDER BY chat_id`, only)
 	if err != nil {
 		return nil, fmt.Errorf("listing feishu chats: %w", err)
@@ -62,8 +66,13 @@ WHERE $1 = '' OR chat_id = $1 ORDER BY chat_id`, only)
 	out := []FeishuChat{}
 	for rows.Next() {
 		var c FeishuChat
-		if err := rows.Scan(&c.ChatID, &c.Name, &c.Active, &c.Proactive, &c.ProactiveBy, &c.UpdatedAt); err != nil {
+		var last sql.NullTime
+		if err := rows.Scan(&c.ChatID, &c.Name, &c.Active, &c.Proactive, &c.ProactiveBy, &c.UpdatedAt, &last); err != nil {
 			return nil, fmt.Errorf("listing feishu chats: %w", err)
+		}
+		if last.Valid {
+			at := last.Time.UTC()
+			c.LastMessageAt = &at
 		}
 		out = append(out, c)
 	}
@@ -71,6 +80,15 @@ WHERE $1 = '' OR chat_id = $1 ORDER BY chat_id`, only)
 		return nil, fmt.Errorf("listing feishu chats: %w", err)
 	}
 	return out, nil
+}
+
+// sawMessage records that a message from chatID arrived at, on a chat
+// already known (from the bot-added event or an opt-in).
+func sawMessage(ctx context.Context, q db.Querier, chatID string, at time.Time) error {
+	if _, err := q.Exec(ctx, `UPDATE feishu_chats SET last_message_at = $2 WHERE chat_id = $1`, chatID, at); err != nil {
+		return fmt.Errorf("recording a message from feishu chat %s: %w", chatID, err)
+	}
+	return nil
 }
 
 // proactive reports whether chatID opted in to proactive admission.

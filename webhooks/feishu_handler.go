@@ -49,9 +49,32 @@ func (s *Service) receiveFeishu(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.storeFeishu(r.Context(), in.Plain); err != nil {
 		return err
 	}
-	// Card actions are callbacks: {} acknowledges without changing the card.
-	httpserver.WriteJSON(w, http.StatusOK, feishu.CardActionResponse{})
+	// Card actions are callbacks: {} acknowledges without changing the
+	// card; a command button is answered with a toast.
+	httpserver.WriteJSON(w, http.StatusOK, s.FeishuCardAnswer(r.Context(), in.Plain))
 	return nil
+}
+
+// CardAnswerer answers a card action already stored: the toast the person
+// who pressed the button sees (see orchestrator.AnswerCardAction).
+type CardAnswerer func(ctx context.Context, a *feishu.CardAction) feishu.CardActionResponse
+
+// AnswerCards sets how stored card actions are answered, on the webhook
+// and the long connection alike. Call it before serving. Default: {}.
+func (s *Service) AnswerCards(f CardAnswerer) { s.cardAnswer = f }
+
+// FeishuCardAnswer is the body answering a stored event: for a card
+// action, the CardAnswerer's; {} for anything else. It is the long
+// connection's card answer too.
+func (s *Service) FeishuCardAnswer(ctx context.Context, plain []byte) feishu.CardActionResponse {
+	if s.cardAnswer == nil {
+		return feishu.CardActionResponse{}
+	}
+	ev, err := feishu.Parse(plain, feishu.ParseOptions{})
+	if err != nil || ev.CardAction == nil {
+		return feishu.CardActionResponse{}
+	}
+	return s.cardAnswer(ctx, ev.CardAction)
 }
 
 // checkFeishuHeaders refuses, from the headers alone, what cannot be a

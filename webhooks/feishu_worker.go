@@ -43,6 +43,11 @@ ON CONFLICT (chat_id) DO UPDATE SET name = CASE WHEN excluded.name <> '' THEN ex
 		}
 		return err
 	case ev.Message != nil:
+		if ev.Message.ChatID != "" {
+			if err := sawMessage(ctx, s.d, ev.Message.ChatID, s.now()); err != nil {
+				return err
+			}
+		}
 		nc, drop := feishuMessageCard(ev.Message, bot)
 		if drop != "" {
 			return s.finish(ctx, d, DeliveryIgnored, drop)

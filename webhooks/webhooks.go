@@ -105,6 +105,9 @@ type Service struct {
 	slugMu sync.Mutex
 	slug   string
 	perms  *githubapp.PermissionCache
+
+	// cardAnswer answers card actions (AnswerCards).
+	cardAnswer CardAnswerer
 }
 
 // New builds the ingestion service and registers its River worker on q

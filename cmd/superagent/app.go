@@ -180,6 +180,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 	}
 	a.orchestrator.Register(a.queue)
 	a.webhooks.AddHook(a.orchestrator)
+	a.webhooks.AnswerCards(a.orchestrator.AnswerCardAction)
 	return a.buildExecutor(cfg, env, usage)
 }
 
@@ -387,12 +388,17 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	if err != nil {
 		return nil, err
 	}
+	var chats admin.FeishuChats
+	if a.feishu != nil {
+		chats = a.webhooks
+	}
 	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie}, a.db, a.prompts, admin.Deps{
 		Tickets:     a.tickets,
 		Sessions:    a.sessions,
 		Pauser:      a.pauser(),
 		Stopper:     a.stopper(),
 		Connections: connections(cfg, a.db),
+		Chats:       chats,
 		PullFiles:   a.pullFiles(),
 		Scrubber:    cfg.scrub,
 		Trial:       a.trial(cfg),
@@ -492,7 +498,8 @@ func (a *app) probeServer(ctx context.Context) *http.Server {
 // startFeishuLongConn receives Feishu events over the SDK's long connection
 // instead of the webhook, for teams without a public URL.
 func (a *app) startFeishuLongConn(ctx context.Context, cfg *config) {
-	lc, err := feishu.NewLongConn(feishu.LongConnConfig{AppID: cfg.FeishuAppID, AppSecret: cfg.FeishuAppSecret, BaseURL: cfg.FeishuBaseURL, Registerer: a.registry},
+	lc, err := feishu.NewLongConn(feishu.LongConnConfig{AppID: cfg.FeishuAppID, AppSecret: cfg.FeishuAppSecret, BaseURL: cfg.FeishuBaseURL, Registerer: a.registry,
+		CardAnswer: a.webhooks.FeishuCardAnswer},
 		a.webhooks.FeishuEvent, feishu.SystemClock(), a.logger)
 	if err != nil {
 		a.logger.Error("Feishu long connection not started", "error", err)

@@ -220,6 +220,31 @@ func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
 
 var candidateCard = regexp.MustCompile(`(?m)^card ([0-9]+) · `)
 
+// shownCard is a card a main Session turn shows as a candidate: its id and
+// what the turn says of it.
+type shownCard struct {
+	id   int64
+	text string
+}
+
+// candidates are the candidate cards in a turn's message.
+func candidates(content string) []shownCard {
+	var out []shownCard
+	chunks := candidateCard.FindAllStringSubmatchIndex(content, -1)
+	for i, m := range chunks {
+		end := len(content)
+		if i+1 < len(chunks) {
+			end = chunks[i+1][0]
+		}
+		if chunk := content[m[0]:end]; strings.Contains(chunk, "\nstate: candidate") {
+			c := shownCard{text: chunk}
+			_, _ = fmt.Sscan(content[m[2]:m[3]], &c.id)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // router plays the main Session: every candidate it is shown becomes a
 // new Ticket in the repository; anything else is acknowledged.
 func router(req fakeopenai.Request) fakeopenai.Reply {
@@ -228,18 +253,9 @@ func router(req fakeopenai.Request) fakeopenai.Reply {
 		return fakeopenai.Text("Nothing else to route.")
 	}
 	var decisions []map[string]any
-	chunks := candidateCard.FindAllStringSubmatchIndex(last.Content, -1)
-	for i, m := range chunks {
-		end := len(last.Content)
-		if i+1 < len(chunks) {
-			end = chunks[i+1][0]
-		}
-		if strings.Contains(last.Content[m[0]:end], "\nstate: candidate") {
-			var id int64
-			_, _ = fmt.Sscan(last.Content[m[2]:m[3]], &id)
-			decisions = append(decisions, map[string]any{"candidate": id, "action": "new", "title": "Fix the README typo", "repo": helloRepo,
-				"note": "explicit request from a writer"})
-		}
+	for _, c := range candidates(last.Content) {
+		decisions = append(decisions, map[string]any{"candidate": c.id, "action": "new", "title": "Fix the README typo", "repo": helloRepo,
+			"note": "explicit request from a writer"})
 	}
 	if len(decisions) == 0 {
 		return fakeopenai.Text("Noted.")

@@ -248,6 +248,38 @@ func (c *Client) Send(ctx context.Context, m OutgoingMessage) (*SentMessage, err
 	return out, err
 }
 
+// PatchCard replaces the content of an interactive card the bot sent
+// (PATCH /open-apis/im/v1/messages/:message_id). Feishu updates only cards
+// sent with config.update_multi true (shared cards), within 14 days of
+// sending, and at most 5 times a second per message; the card is shown to
+// everyone in the chat. Sending the same content again is harmless. chatID
+// is optional and keys the per-chat pacing.
+func (c *Client) PatchCard(ctx context.Context, messageID, chatID string, card Content) error {
+	op := "updating card " + messageID
+	if messageID == "" {
+		return fmt.Errorf("%s: message id is required", op)
+	}
+	if card.MsgType != "interactive" {
+		return fmt.Errorf("%s: only interactive cards can be updated, not %q", op, card.MsgType)
+	}
+	if err := card.check(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	key := chatID
+	if key == "" {
+		key = "message:" + messageID
+	}
+	req := larkim.NewPatchMessageReqBuilder().MessageId(messageID).
+		Body(larkim.NewPatchMessageReqBodyBuilder().Content(card.JSON).Build()).Build()
+	return c.call(ctx, "patch_card", op, key, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
+		resp, err := c.lark.Im.Message.Patch(ctx, req)
+		if err != nil {
+			return nil, larkcore.CodeError{}, err
+		}
+		return resp.ApiResp, resp.CodeError, nil
+	})
+}
+
 // EmojiOnIt is the reaction for "picked up, working on it".
 const EmojiOnIt = "OnIt"
 

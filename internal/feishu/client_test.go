@@ -299,3 +299,39 @@ func (c *cancellingClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	return ctx.Err()
 }
+
+// PatchCard replaces a shared card's content in place; Feishu refuses a
+// card that is not shared (config.update_multi) and anything but a card,
+// and the client refuses what is no card before asking.
+func TestClientPatchCard(t *testing.T) {
+	ctx := context.Background()
+	c, srv, _ := setup(t)
+	parent := srv.AddMessage(fakefeishu.Message{ChatID: "oc_1", Content: `{"text":"hi"}`})
+	card := func(state string, shared bool) feishu.Content {
+		content, err := feishu.Card(map[string]any{"config": map[string]any{"update_multi": shared},
+			"elements": []any{map[string]any{"tag": "div", "text": map[string]any{"tag": "plain_text", "content": state}}}})
+		require.NoError(t, err)
+		return content
+	}
+	sent, err := c.Reply(ctx, parent.ID, feishu.OutgoingMessage{UUID: "card-1", ChatID: "oc_1", Content: card("working", true)})
+	require.NoError(t, err)
+	require.NoError(t, c.PatchCard(ctx, sent.MessageID, "oc_1", card("done", true)))
+	m, ok := srv.Message(sent.MessageID)
+	require.True(t, ok)
+	require.Equal(t, 1, m.Patches)
+	require.Contains(t, m.Content, `"content":"done"`)
+	reqs := srv.RequestsTo(http.MethodPatch, "/open-apis/im/v1/messages/"+sent.MessageID)
+	require.Len(t, reqs, 1)
+	require.Equal(t, map[string]any{"content": card("done", true).JSON}, reqs[0].Body, "only the card's content is sent")
+
+	var apiErr *feishu.APIError
+	require.ErrorAs(t, c.PatchCard(ctx, sent.MessageID, "oc_1", card("unshared", false)), &apiErr)
+	require.Equal(t, 230001, apiErr.Code)
+	require.ErrorAs(t, c.PatchCard(ctx, parent.ID, "oc_1", card("not the bot's", true)), &apiErr)
+	text, err := feishu.Text("plain")
+	require.NoError(t, err)
+	require.ErrorContains(t, c.PatchCard(ctx, sent.MessageID, "oc_1", text), "only interactive cards")
+	m, _ = srv.Message(sent.MessageID)
+	require.Equal(t, 1, m.Patches, "a refused update changes nothing")
+	require.Len(t, srv.RequestsTo(http.MethodPatch, "/open-apis/im/v1/messages/"), 3, "the text was refused before any request")
+}

@@ -46,6 +46,10 @@ type LongConnConfig struct {
 	// Rand returns a number in [0, 1) for the restart jitter. Default
 	// math/rand/v2.Float64.
 	Rand func() float64
+	// CardAnswer, when set, answers a card action once the handler stored
+	// it: a toast for the person who pressed (the same body the webhook
+	// answers with). Default: {}.
+	CardAnswer func(ctx context.Context, plain []byte) CardActionResponse
 	// Registerer receives superagent_feishu_longconn_connects_total and
 	// superagent_feishu_longconn_restarts_total. Default: none.
 	Registerer prometheus.Registerer
@@ -259,7 +263,7 @@ func (w connWatch) Info(ctx context.Context, args ...any) {
 }
 
 // dispatcher routes every configured event type to the handler with its raw
-// JSON. Card actions are callbacks and answered with an empty response ({}).
+// JSON. Card actions are callbacks, answered by CardAnswer (default {}).
 func (l *LongConn) dispatcher() *dispatcher.EventDispatcher {
 	d := dispatcher.NewEventDispatcher("", "")
 	d.InitConfig(larkevent.WithLogger(sdkLogger{l.logger}))
@@ -272,7 +276,13 @@ func (l *LongConn) dispatcher() *dispatcher.EventDispatcher {
 				if err := l.deliver(ctx, ev.Body); err != nil {
 					return nil, err
 				}
-				return &callback.CardActionTriggerResponse{}, nil
+				out := &callback.CardActionTriggerResponse{}
+				if l.cfg.CardAnswer != nil {
+					if t := l.cfg.CardAnswer(ctx, ev.Body).Toast; t != nil {
+						out.Toast = &callback.Toast{Type: t.Type, Content: t.Content}
+					}
+				}
+				return out, nil
 			})
 			continue
 		}

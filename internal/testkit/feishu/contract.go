@@ -62,6 +62,7 @@ var answers = map[string]func() any{
 	"im.v1.message.create":                   func() any { return &larkim.CreateMessageResp{} },
 	"im.v1.message.reply":                    func() any { return &larkim.ReplyMessageResp{} },
 	"im.v1.message.get":                      func() any { return &larkim.GetMessageResp{} },
+	"im.v1.message.patch":                    func() any { return &larkim.PatchMessageResp{} },
 	"im.v1.messageReaction.create":           func() any { return &larkim.CreateMessageReactionResp{} },
 	"contact.v3.user.get":                    func() any { return &larkcontact.GetUserResp{} },
 }

@@ -52,6 +52,9 @@ type Message struct {
 	SenderID      string // open_id of a person, or the app id for the bot
 	SenderType    string // "user" or "app"
 	CreateTime    time.Time
+	// Patches counts the updates of a card (PATCH
+	// /open-apis/im/v1/messages/:message_id); Content is the latest.
+	Patches int
 }
 
 // Reaction is a reaction added through the fake.
@@ -278,6 +281,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, req Request) {
 		s.react(w, parts[1], req)
 	case strings.HasPrefix(r.URL.Path, msgs+"/") && len(parts) == 2 && r.Method == http.MethodGet:
 		s.get(w, parts[1])
+	case strings.HasPrefix(r.URL.Path, msgs+"/") && len(parts) == 2 && r.Method == http.MethodPatch:
+		s.patch(w, parts[1], req)
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"code": 404, "msg": "fake: no such API " + r.Method + " " + r.URL.Path})
 	}
@@ -373,6 +378,52 @@ func (s *Server) react(w http.ResponseWriter, messageID string, req Request) {
 	}
 }
 
+// Message returns the message with id as the fake holds it now (a patched
+// card with its latest content), and whether there is one.
+func (s *Server) Message(id string) (Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.messages[id]
+	if !ok {
+		return Message{}, false
+	}
+	return *m, true
+}
+
+// patch updates a card the app sent, as Feishu does: only an interactive
+// message of this app whose card, before and after, declares
+// config.update_multi true (a shared card); the answer carries no data.
+func (s *Server) patch(w http.ResponseWriter, id string, req Request) {
+	content := str(req.Body, "content")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.messages[id]
+	switch {
+	case !ok:
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230011, "msg": "The message was withdrawn or not found."})
+	case m.SenderType != "app" || m.SenderID != AppID:
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230027, "msg": "Lack of necessary permissions: the message was not sent by this app."})
+	case m.MsgType != "interactive":
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "param is invalid: only interactive messages can be updated"})
+	case !sharedCard(m.Content) || !sharedCard(content):
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 230001, "msg": "param is invalid: the card must set config.update_multi to true before and after the update"})
+	default:
+		m.Content = content
+		m.Patches++
+		writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "success"})
+	}
+}
+
+// sharedCard reports whether card JSON declares config.update_multi true.
+func sharedCard(content string) bool {
+	var c struct {
+		Config struct {
+			UpdateMulti bool `json:"update_multi"`
+		} `json:"config"`
+	}
+	return json.Unmarshal([]byte(content), &c) == nil && c.Config.UpdateMulti
+}
+
 func (s *Server) get(w http.ResponseWriter, id string) {
 	s.mu.Lock()
 	m, ok := s.messages[id]
@@ -401,7 +452,7 @@ func wireMessage(m *Message) map[string]any {
 		"create_time": ms,
 		"update_time": ms,
 		"deleted":     false,
-		"updated":     false,
+		"updated":     m.Patches > 0,
 		"chat_id":     m.ChatID,
 		"sender":      map[string]any{"id": m.SenderID, "id_type": idType, "sender_type": m.SenderType, "tenant_key": "fake_tenant"},
 		"body":        map[string]any{"content": m.Content},

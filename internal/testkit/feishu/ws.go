@@ -43,7 +43,7 @@ type wsState struct {
 	connects int
 	pings    int
 	seq      int
-	waiting  map[string]chan int
+	waiting  map[string]chan larkws.Response
 	changed  chan struct{} // closed and replaced on every connect
 	// published are the events sent with Publish, acknowledged or not.
 	published []*published
@@ -52,7 +52,7 @@ type wsState struct {
 }
 
 func newWSState() *wsState {
-	return &wsState{waiting: map[string]chan int{}, changed: make(chan struct{}), reconnectCount: -1, reconnectInterval: 1}
+	return &wsState{waiting: map[string]chan larkws.Response{}, changed: make(chan struct{}), reconnectCount: -1, reconnectInterval: 1}
 }
 
 func (st *wsState) closeAll() {
@@ -142,7 +142,7 @@ func (st *wsState) readLoop(c *wsConn) {
 			delete(st.waiting, id)
 			st.mu.Unlock()
 			if ch != nil {
-				ch <- resp.StatusCode
+				ch <- resp
 			}
 			st.acked(id, resp.StatusCode)
 		}
@@ -189,16 +189,29 @@ func (s *Server) DropConnections() { s.ws.closeAll() }
 // long connection, split into parts frames (1 if < 1), and returns the status
 // code the client answered with (200 handled, 500 failed).
 func (s *Server) PushEvent(ctx context.Context, payload []byte, parts int) (int, error) {
+	resp, err := s.push(ctx, payload, parts)
+	return resp.StatusCode, err
+}
+
+// PushCallback sends a callback (a card.action.trigger) over the open long
+// connection and returns the status code and the body the client answered
+// with, e.g. {"toast":{…}}.
+func (s *Server) PushCallback(ctx context.Context, payload []byte) (int, []byte, error) {
+	resp, err := s.push(ctx, payload, 1)
+	return resp.StatusCode, resp.Data, err
+}
+
+func (s *Server) push(ctx context.Context, payload []byte, parts int) (larkws.Response, error) {
 	st := s.ws
 	st.mu.Lock()
 	if len(st.conns) == 0 {
 		st.mu.Unlock()
-		return 0, errors.New("no long connection open")
+		return larkws.Response{}, errors.New("no long connection open")
 	}
 	c := st.conns[len(st.conns)-1]
 	st.seq++
 	id := "fake-event-" + strconv.Itoa(st.seq)
-	ch := make(chan int, 1)
+	ch := make(chan larkws.Response, 1)
 	st.waiting[id] = ch
 	st.mu.Unlock()
 
@@ -217,13 +230,13 @@ func (s *Server) PushEvent(ctx context.Context, payload []byte, parts int) (int,
 			f.Headers = append(f.Headers, larkws.Header{Key: k, Value: v})
 		}
 		if err := c.write(f); err != nil {
-			return 0, fmt.Errorf("writing event frame: %w", err)
+			return larkws.Response{}, fmt.Errorf("writing event frame: %w", err)
 		}
 	}
 	select {
-	case code := <-ch:
-		return code, nil
+	case resp := <-ch:
+		return resp, nil
 	case <-ctx.Done():
-		return 0, fmt.Errorf("waiting for the event's response: %w", ctx.Err())
+		return larkws.Response{}, fmt.Errorf("waiting for the event's response: %w", ctx.Err())
 	}
 }

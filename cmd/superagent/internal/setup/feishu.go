@@ -200,7 +200,8 @@ func FeishuSetup(ctx context.Context, cfg FeishuConfig, out io.Writer) error {
 	fmt.Fprintf(out, "  1. Give the app the scopes im:message, im:message:send_as_bot, im:message.group_at_msg:readonly,\n")
 	fmt.Fprintf(out, "     im:message.p2p_msg:readonly, im:resource and im:chat:readonly.\n")
 	fmt.Fprintf(out, "  2. Subscribe to im.message.receive_v1, im.chat.member.bot.added_v1, im.chat.member.bot.deleted_v1\n")
-	fmt.Fprintf(out, "     and the card callback card.action.trigger; either by long connection (SUPERAGENT_FEISHU_MODE=longconn)\n")
+	fmt.Fprintf(out, "     and the card callback card.action.trigger (the status cards' and proposals' buttons); either by long\n")
+	fmt.Fprintf(out, "     connection (SUPERAGENT_FEISHU_MODE=longconn)\n")
 	fmt.Fprintf(out, "     or at https://<public host>/webhooks/feishu with an Encrypt Key (SUPERAGENT_FEISHU_ENCRYPT_KEY).\n")
 	fmt.Fprintf(out, "  3. Publish a version of the app, then add the bot to the team's group chats.\n")
 	return nil

@@ -20,6 +20,7 @@ const calls = [
   ['im_v1', 'imV1MessageCreate'],
   ['im_v1', 'imV1MessageReply'],
   ['im_v1', 'imV1MessageGet'],
+  ['im_v1', 'imV1MessagePatch'],
   ['im_v1', 'imV1MessageReactionCreate'],
 ];
 
