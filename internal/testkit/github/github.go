@@ -90,6 +90,8 @@ type Server struct {
 	// scopes holds the repositories (lower-case names, without the owner)
 	// a token was restricted to when it was created; no entry: all.
 	scopes map[string]map[string]bool
+	// tokenPerms holds the permissions each token was created with.
+	tokenPerms map[string]map[string]string
 	// granted overrides the installations\' permissions (SetGranted).
 	granted     map[string]string
 	tokenCount  int
@@ -130,6 +132,7 @@ func New(t testing.TB) *Server {
 		pem:         pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		tokens:      map[string]int64{},
 		scopes:      map[string]map[string]bool{},
+		tokenPerms:  map[string]map[string]string{},
 		permissions: map[string]string{},
 		customRoles: map[string]string{},
 		faults:      map[string][]Fault{},
@@ -451,6 +454,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	s.tokenCount++
 	tok := fmt.Sprintf("ghs_fake%d_%d", id, s.tokenCount)
 	s.tokens[tok] = id
+	s.tokenPerms[tok] = perms
 	selection := "all"
 	if body.Repositories != nil {
 		scope := map[string]bool{}
