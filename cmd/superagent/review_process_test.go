@@ -335,7 +335,7 @@ func TestStopCommandMidSession(t *testing.T) {
 			require.True(t, r.Method == http.MethodPatch && progress.MatchString(r.Path) && strings.Contains(string(r.Body), "stopped"),
 				"after the acknowledgement only the progress comment says it stopped: %s %s %s", r.Method, r.Path, r.Body)
 		}
-		require.Zero(t, gh.Count("POST", "/git/"+helloRepo+".git/git-receive-pack"), "the push asked for after the stop never happened")
+		require.Zero(t, gh.Pushes(helloRepo, "refs/heads/superagent/ticket-1"), "the push asked for after the stop never happened")
 		require.Empty(t, gh.PullRequests(helloRepo))
 		require.Contains(t, string(reqs[ack].Body), "I will do it myself")
 		var refused int

@@ -35,6 +35,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,6 +211,41 @@ func (s *Server) Count(method, path string) int {
 		}
 	}
 	return n
+}
+
+// Pushes counts the git pushes to fullName that asked to update ref
+// (e.g. "refs/heads/main"), whether or not git accepted them.
+func (s *Server) Pushes(fullName, ref string) int {
+	path := "/git/" + fullName + ".git/git-receive-pack"
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.requests {
+		if r.Method == http.MethodPost && strings.EqualFold(r.Path, path) && slices.Contains(pushedRefs(r.Body), ref) {
+			n++
+		}
+	}
+	return n
+}
+
+// pushedRefs reads the ref names of a receive-pack request's commands:
+// pkt-lines "<old> <new> <ref>", the first followed by NUL and the
+// capabilities, up to the flush packet.
+func pushedRefs(body []byte) []string {
+	var refs []string
+	for len(body) >= 4 {
+		size, err := strconv.ParseUint(string(body[:4]), 16, 16)
+		if err != nil || size == 0 || int(size) > len(body) || size < 4 {
+			break
+		}
+		line := string(body[4:size])
+		body = body[size:]
+		line, _, _ = strings.Cut(line, "\x00")
+		if f := strings.Fields(line); len(f) == 3 {
+			refs = append(refs, f[2])
+		}
+	}
+	return refs
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {

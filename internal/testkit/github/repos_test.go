@@ -119,6 +119,9 @@ func TestGitCustomRefs(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, out, "deny updating a hidden ref")
 
+	require.Equal(t, 1, e.fake.Pushes(repoName, "refs/superagent/wip/7"))
+	require.Equal(t, 1, e.fake.Pushes(repoName, "refs/pull/1/head"), "counted though refused")
+	require.Zero(t, e.fake.Pushes(repoName, "refs/heads/main"))
 	mustGit(t, dir, "-c", e.authHeader(), "push", "--quiet", "origin", ":refs/superagent/wip/7")
 	_, err = git(t, "", "--git-dir", e.bare, "rev-parse", "--verify", "--quiet", "refs/superagent/wip/7")
 	require.Error(t, err, "deleted")
