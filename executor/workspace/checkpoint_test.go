@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -190,7 +191,8 @@ func TestCheckpointRefusesANestedRepository(t *testing.T) {
 // BenchmarkCheckpoint measures a checkpoint after a step that changed one
 // file (the private index, write-tree, commit-tree and a push over HTTP
 // to git http-backend), and one after a step that changed nothing (no
-// push), in a workspace of 2,000 files.
+// push), in a workspace of 2,000 files; and, for scale in the same run,
+// the cheapest step there is: `true` in the sandbox.
 func BenchmarkCheckpoint(b *testing.B) {
 	srv := newGitServer(b, testToken)
 	tree := map[string]string{}
@@ -229,6 +231,24 @@ func BenchmarkCheckpoint(b *testing.B) {
 		for b.Loop() {
 			if _, taken, err := ws.Checkpoint(ctx, remote); err != nil || taken {
 				b.Fatalf("checkpoint: taken %v, %v", taken, err)
+			}
+		}
+	})
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		return
+	}
+	boxed, err := NewManager(Config{Root: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bws, err := boxed.Prepare(ctx, 1, r, "superagent/ticket-1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("baseline: true in the sandbox", func(b *testing.B) {
+		for b.Loop() {
+			if res, err := bws.Run(ctx, "true", "", 0); err != nil || res.ExitCode != 0 {
+				b.Fatalf("true: %v, %d", err, res.ExitCode)
 			}
 		}
 	})
