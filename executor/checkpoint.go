@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/superagent-dev/superagent/executor/workspace"
+	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -17,7 +18,7 @@ var checkpointTools = map[string]bool{ToolRunCommand: true, ToolWriteFile: true,
 // checkpointed makes t checkpoint the Ticket's work in progress after it
 // ran, before its result is recorded: a process killed after that finds
 // the step's files in the checkpoint on whichever machine runs the Ticket
-// next. A refused call changed nothing.
+// next.
 func (e *Executor) checkpointed(t session.Tool) session.Tool {
 	if !checkpointTools[t.Name] {
 		return t
@@ -25,7 +26,9 @@ func (e *Executor) checkpointed(t session.Tool) session.Tool {
 	handler := t.Handler
 	t.Handler = func(ctx context.Context, call session.Call) (string, error) {
 		out, err := handler(ctx, call)
-		if refusal := (*session.Refusal)(nil); !errors.As(err, &refusal) {
+		// A refused call changed nothing; a cancelled one (the lease was
+		// lost, the process stops) leaves the checkpoint to the next holder.
+		if refusal := (*session.Refusal)(nil); !errors.As(err, &refusal) && ctx.Err() == nil {
 			e.checkpoint(ctx, call.TicketID)
 		}
 		return out, err
@@ -73,7 +76,10 @@ func (e *Executor) checkpoint(ctx context.Context, ticketID int64) {
 func (e *Executor) restore(ctx context.Context, t tickets.Ticket, ws *workspace.Workspace) (bool, error) {
 	var repo string
 	err := e.deps.DB.QueryRow(ctx, `SELECT wip_repo FROM executions WHERE ticket_id = $1`, t.ID).Scan(&repo)
-	if err != nil || repo == "" {
+	if err != nil && !errors.Is(err, db.ErrNoRows) {
+		return false, fmt.Errorf("reading the checkpoint of ticket %d: %w", t.ID, err)
+	}
+	if repo == "" {
 		// No execution, or never checkpointed: nothing to bring back.
 		return false, nil
 	}
