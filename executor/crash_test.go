@@ -92,7 +92,7 @@ func requireDeliveredOnce(t *testing.T, e *env, tk tickets.Ticket) {
 	require.Equal(t, 1, confirms, "one confirmation comment")
 	require.Equal(t, 1, results, "one result comment")
 
-	require.Equal(t, 1, e.gh.Count("POST", "/git/"+repo+".git/git-receive-pack"), "the branch was pushed once")
+	require.Equal(t, 1, e.gh.Pushes(repo, "refs/heads/"+branch), "the branch was pushed once")
 	require.Equal(t, 1, strings.Count(gitLog(t, e.bare, branch), "Fix a typo in the README"), "one commit")
 
 	got, err := e.store.Ticket(ctx, e.d, tk.ID)

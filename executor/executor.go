@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -118,6 +119,9 @@ type Executor struct {
 	metrics  *metrics
 
 	bot botIdentity
+	// wipRemotes caches each repository's clone URL and default branch
+	// for the checkpoints (workspace.Remote without its token).
+	wipRemotes sync.Map
 }
 
 // New returns an Executor.

@@ -68,22 +68,28 @@ func (e *Executor) remote(ctx context.Context, repo string) (workspace.Remote, e
 	return workspace.Remote{URL: r.GetCloneURL(), Token: token, BaseBranch: r.GetDefaultBranch()}, nil
 }
 
-// prepare makes the Ticket's workspace ready on its branch.
-func (e *Executor) prepare(ctx context.Context, t tickets.Ticket) (*workspace.Workspace, error) {
+// prepare makes the Ticket's workspace ready on its branch, and brings
+// back its checkpoint when the workspace is new or older than it; it
+// reports whether it did.
+func (e *Executor) prepare(ctx context.Context, t tickets.Ticket) (*workspace.Workspace, bool, error) {
 	r, err := e.workRemote(ctx, t)
 	if err != nil {
-		return nil, fmt.Errorf("preparing the workspace of ticket %d: %w", t.ID, err)
+		return nil, false, fmt.Errorf("preparing the workspace of ticket %d: %w", t.ID, err)
 	}
 	ws, err := e.deps.Workspaces.Prepare(ctx, t.ID, r, e.workBranch(t))
 	if err != nil {
-		return nil, fmt.Errorf("preparing the workspace of ticket %d: %w", t.ID, err)
+		return nil, false, fmt.Errorf("preparing the workspace of ticket %d: %w", t.ID, err)
 	}
 	if t.Branch == "" {
 		if err := e.deps.Tickets.SetBranch(ctx, e.deps.DB, t.ID, e.branch(t.ID)); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return ws, nil
+	restored, err := e.restore(ctx, t, ws)
+	if err != nil {
+		return nil, false, err
+	}
+	return ws, restored, nil
 }
 
 // graphQL runs one GraphQL request as the installation covering repo and

@@ -58,8 +58,8 @@ func testPause(t *testing.T, d *db.DB, next string) {
 	require.Equal(t, tickets.TicketPaused, got.State)
 	require.NotNil(t, got.Pause)
 	require.Len(t, e.model.Requests(), pausedN, "no model request after the pause")
-	push := "/git/" + repo + ".git/git-receive-pack"
-	require.Zero(t, e.gh.Count("POST", push), "nothing was pushed while paused")
+	push := "refs/heads/superagent/ticket-" + itoa(tk.ID)
+	require.Zero(t, e.gh.Pushes(repo, push), "nothing was pushed while paused")
 	require.Empty(t, e.gh.PullRequests(repo))
 
 	// A follow-up while paused is kept for later and resumes nothing.
@@ -83,7 +83,7 @@ func testPause(t *testing.T, d *db.DB, next string) {
 	prs := e.gh.PullRequests(repo)
 	require.Len(t, prs, 1)
 	require.Equal(t, prs[0].Number, got.PullNumber)
-	require.Equal(t, 1, e.gh.Count("POST", push), "pushed once, after the resume")
+	require.Equal(t, 1, e.gh.Pushes(repo, push), "pushed once, after the resume")
 	var confirms, results int
 	for _, c := range e.gh.Comments() {
 		confirms += strings.Count(c.Body, "I will fix the misspelled word")

@@ -191,7 +191,7 @@ func TestStopEndsTheSessionAndWritesNothingMore(t *testing.T) {
 		last := msgs[len(msgs)-1]
 		require.Equal(t, "tool", last.Role, "the push asked for before the stop was answered")
 		require.True(t, strings.HasPrefix(last.Content, "refused: ticket "+itoa(tk.ID)+" was stopped by carol"), last.Content)
-		require.Zero(t, e.gh.Count("POST", "/git/"+repo+".git/git-receive-pack"), "nothing was pushed after the stop")
+		require.Zero(t, e.gh.Pushes(repo, "refs/heads/superagent/ticket-"+itoa(tk.ID)), "nothing was pushed after the stop")
 		require.Empty(t, e.gh.PullRequests(repo))
 		require.Equal(t, session.StateStopped, ses[len(ses)-1].State)
 		require.Equal(t, "stopped by carol", ses[len(ses)-1].StateReason, "the next step ended the Session")

@@ -15,8 +15,9 @@ import (
 )
 
 // When a Ticket's next job finds no workspace (it ran elsewhere, or the
-// clone was removed), the clone holds only what was pushed, and the
-// Session hears so before its next step.
+// clone was removed) and a person has pushed to its branch since the
+// checkpoint, the pushed branch wins: the clone holds only what was
+// pushed, and the Session hears so before its next step.
 func TestARecloneIsToldToTheSession(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
@@ -35,6 +36,7 @@ func TestARecloneIsToldToTheSession(t *testing.T) {
 		tk, _ := e.request(t, "@superagent please fix the typo in the README")
 		e.run(t, tk.ID)
 		require.NoError(t, os.RemoveAll(filepath.Join(e.dataDir, "workspaces", "ticket-"+strconv.FormatInt(tk.ID, 10))))
+		e.gh.PushAs(t, repo, "superagent/ticket-"+strconv.FormatInt(tk.ID, 10), map[string]string{"CHANGELOG.md": "a person's note\n"}, "A person's commit")
 
 		e.admit(t, 1, "alice", "any news?")
 		e.run(t, tk.ID)
@@ -48,5 +50,6 @@ func TestARecloneIsToldToTheSession(t *testing.T) {
 		ss := steps(e.model.Last())
 		require.Equal(t, "git_status", ss[len(ss)-1].name)
 		require.NotContains(t, ss[len(ss)-1].result, "ahead", "the unpushed commit did not come back")
+		require.Contains(t, e.logs.String(), `msg="work checkpoint set aside for the pushed branch"`)
 	})
 }

@@ -46,7 +46,7 @@ const (
 func (e *Executor) registry() (*session.Registry, error) {
 	tools := e.tools()
 	for i := range tools {
-		tools[i] = e.metrics.counted(tools[i])
+		tools[i] = e.metrics.counted(e.checkpointed(tools[i]))
 	}
 	return session.NewRegistry(tools...)
 }

@@ -27,7 +27,7 @@ func (e *Executor) workspace(ctx context.Context, ticketID int64) (*workspace.Wo
 	}
 	ws, err := e.deps.Workspaces.Open(ticketID)
 	if errors.Is(err, fs.ErrNotExist) {
-		ws, err = e.prepare(ctx, t)
+		ws, _, err = e.prepare(ctx, t)
 	}
 	return ws, t, err
 }

@@ -37,13 +37,16 @@ type Watchdog struct {
 // Timeout bounds one sweep.
 func (w *Watchdog) Timeout(*river.Job[WatchArgs]) time.Duration { return time.Minute }
 
-// Work restarts the Executors whose lease lapsed and removes this
-// machine's workspaces of Tickets that ended.
+// Work restarts the Executors whose lease lapsed, removes this machine's
+// workspaces of Tickets that ended, and deletes their checkpoints.
 func (w *Watchdog) Work(ctx context.Context, _ *river.Job[WatchArgs]) error {
 	if _, err := w.e.Revive(ctx); err != nil {
 		return err
 	}
-	_, err := w.e.SweepWorkspaces(ctx)
+	if _, err := w.e.SweepWorkspaces(ctx); err != nil {
+		return err
+	}
+	_, err := w.e.SweepCheckpoints(ctx)
 	return err
 }
 

@@ -126,7 +126,7 @@ func (e *Executor) execute(ctx context.Context, ticketID int64) error {
 	}
 	switch {
 	case tickets.Ended(t.State):
-		return e.cleanUp(t.ID)
+		return e.cleanUp(ctx, t.ID)
 	case t.Pause != nil || t.Proposal:
 		// A person holds it, or nobody has accepted it yet: the resume or
 		// the acceptance enqueues the Executor again.
@@ -249,8 +249,10 @@ func (e *Executor) work(ctx context.Context, t tickets.Ticket, sid int64, tools 
 
 // prepareFor makes the Ticket's workspace ready for Session sid. A
 // workspace cloned afresh for a Session that has already worked (the
-// Ticket's last job ran on another machine, or the clone was removed) has
-// only what was pushed: the Session is told so before its next step.
+// Ticket's last job ran on another machine, or the clone was removed) is
+// brought to the Ticket's checkpoint; without one (or when the pushed
+// branch won over it) it has only what was pushed, and the Session is
+// told so before its next step.
 func (e *Executor) prepareFor(ctx context.Context, t tickets.Ticket, sid int64) error {
 	if t.Branch == "" {
 		var err error
@@ -260,11 +262,10 @@ func (e *Executor) prepareFor(ctx context.Context, t tickets.Ticket, sid int64) 
 	}
 	_, err := e.deps.Workspaces.Open(t.ID)
 	fresh := errors.Is(err, fs.ErrNotExist)
-	if _, err := e.prepare(ctx, t); err != nil {
+	_, restored, err := e.prepare(ctx, t)
+	if err != nil || !fresh || restored {
+		// A restored workspace is where the Session left it.
 		return err
-	}
-	if !fresh {
-		return nil
 	}
 	totals, err := e.sessions.Store().TicketTotals(ctx, e.deps.DB, t.ID)
 	if err != nil || totals.Requests == 0 {
@@ -291,7 +292,7 @@ func (e *Executor) settle(ctx context.Context, ticketID int64, s *session.Sessio
 		return err
 	}
 	if tickets.Ended(t.State) {
-		return e.cleanUp(ticketID)
+		return e.cleanUp(ctx, ticketID)
 	}
 	if s.State != session.StateStopped || t.Pause != nil || pausedReason(s.StateReason) || strings.HasPrefix(s.StateReason, reportedReason) {
 		return nil
@@ -309,10 +310,19 @@ func (e *Executor) settle(ctx context.Context, ticketID int64, s *session.Sessio
 	})
 }
 
-// cleanUp removes an ended Ticket's workspace.
-func (e *Executor) cleanUp(ticketID int64) error {
+// cleanUp removes an ended Ticket's workspace and its checkpoint. A
+// checkpoint that cannot be deleted now is left to the watchdog's sweep.
+func (e *Executor) cleanUp(ctx context.Context, ticketID int64) error {
 	if err := e.deps.Workspaces.Remove(ticketID); err != nil {
 		return fmt.Errorf("removing the workspace of ticket %d: %w", ticketID, err)
+	}
+	var repo string
+	err := e.deps.DB.QueryRow(ctx, `SELECT wip_repo FROM executions WHERE ticket_id = $1`, ticketID).Scan(&repo)
+	if err == nil && repo != "" {
+		err = e.dropCheckpoint(ctx, ticketID, repo)
+	}
+	if err != nil && !errors.Is(err, db.ErrNoRows) {
+		e.cfg.Logger.Warn("deleting the checkpoint of an ended ticket", "ticket", ticketID, "error", err)
 	}
 	return nil
 }

@@ -257,7 +257,7 @@ func TestStopCommandMidSession(t *testing.T) {
 	}
 	databases(t, func(t *testing.T, dbURL string) {
 		gh := fakegithub.New(t)
-		gh.AddRepo(t, helloRepo, "main", map[string]string{"README.md": "# Hello World\n\nThis projetc says hello.\n", "test.sh": "#!/bin/sh\necho ok\n"})
+		bare := gh.AddRepo(t, helloRepo, "main", map[string]string{"README.md": "# Hello World\n\nThis projetc says hello.\n", "test.sh": "#!/bin/sh\necho ok\n"})
 		gh.SetPermission(helloRepo, "Codertocat", "write")
 		thinking := make(chan struct{})
 		store := openDB(t, dbURL)
@@ -329,13 +329,21 @@ func TestStopCommandMidSession(t *testing.T) {
 		}
 		progress := regexp.MustCompile(`^/repos/` + helloRepo + `/issues/comments/[0-9]+$`)
 		for _, r := range reqs[ack+1:] {
-			if r.Method == http.MethodGet {
+			// Reads, and the deletion of the ended Ticket's checkpoint ref
+			// (a git read, then a push of that ref only), write nothing.
+			gitRead := strings.HasSuffix(r.Path, "/git-upload-pack")
+			wipDelete := strings.HasSuffix(r.Path, "/git-receive-pack") && strings.Contains(string(r.Body), " refs/superagent/wip/1\x00")
+			if r.Method == http.MethodGet || gitRead || wipDelete {
 				continue
 			}
 			require.True(t, r.Method == http.MethodPatch && progress.MatchString(r.Path) && strings.Contains(string(r.Body), "stopped"),
 				"after the acknowledgement only the progress comment says it stopped: %s %s %s", r.Method, r.Path, r.Body)
 		}
-		require.Zero(t, gh.Count("POST", "/git/"+helloRepo+".git/git-receive-pack"), "the push asked for after the stop never happened")
+		require.Zero(t, gh.Pushes(helloRepo, "refs/heads/superagent/ticket-1"), "the push asked for after the stop never happened")
+		waitFor(t, time.Minute, "the stopped Ticket's checkpoint ref to be deleted", func() bool {
+			_, err := exec.Command("git", "--git-dir", bare, "rev-parse", "--verify", "--quiet", "refs/superagent/wip/1").Output()
+			return err != nil
+		})
 		require.Empty(t, gh.PullRequests(helloRepo))
 		require.Contains(t, string(reqs[ack].Body), "I will do it myself")
 		var refused int

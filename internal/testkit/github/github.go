@@ -35,6 +35,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +91,8 @@ type Server struct {
 	// scopes holds the repositories (lower-case names, without the owner)
 	// a token was restricted to when it was created; no entry: all.
 	scopes map[string]map[string]bool
+	// tokenPerms holds the permissions each token was created with.
+	tokenPerms map[string]map[string]string
 	// granted overrides the installations\' permissions (SetGranted).
 	granted     map[string]string
 	tokenCount  int
@@ -130,6 +133,7 @@ func New(t testing.TB) *Server {
 		pem:         pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		tokens:      map[string]int64{},
 		scopes:      map[string]map[string]bool{},
+		tokenPerms:  map[string]map[string]string{},
 		permissions: map[string]string{},
 		customRoles: map[string]string{},
 		faults:      map[string][]Fault{},
@@ -207,6 +211,41 @@ func (s *Server) Count(method, path string) int {
 		}
 	}
 	return n
+}
+
+// Pushes counts the git pushes to fullName that asked to update ref
+// (e.g. "refs/heads/main"), whether or not git accepted them.
+func (s *Server) Pushes(fullName, ref string) int {
+	path := "/git/" + fullName + ".git/git-receive-pack"
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.requests {
+		if r.Method == http.MethodPost && strings.EqualFold(r.Path, path) && slices.Contains(pushedRefs(r.Body), ref) {
+			n++
+		}
+	}
+	return n
+}
+
+// pushedRefs reads the ref names of a receive-pack request's commands:
+// pkt-lines "<old> <new> <ref>", the first followed by NUL and the
+// capabilities, up to the flush packet.
+func pushedRefs(body []byte) []string {
+	var refs []string
+	for len(body) >= 4 {
+		size, err := strconv.ParseUint(string(body[:4]), 16, 16)
+		if err != nil || size == 0 || int(size) > len(body) || size < 4 {
+			break
+		}
+		line := string(body[4:size])
+		body = body[size:]
+		line, _, _ = strings.Cut(line, "\x00")
+		if f := strings.Fields(line); len(f) == 3 {
+			refs = append(refs, f[2])
+		}
+	}
+	return refs
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -451,6 +490,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	s.tokenCount++
 	tok := fmt.Sprintf("ghs_fake%d_%d", id, s.tokenCount)
 	s.tokens[tok] = id
+	s.tokenPerms[tok] = perms
 	selection := "all"
 	if body.Repositories != nil {
 		scope := map[string]bool{}

@@ -273,6 +273,7 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	_, known := s.tokens[pass]
 	scope := s.scopes[pass]
+	contents := s.tokenPerms[pass]["contents"]
 	s.mu.Unlock()
 	parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/git/"), "/", 3) // owner, repo.git, rest
 	if scope != nil && (len(parts) < 2 || !scope[strings.ToLower(strings.TrimSuffix(parts[1], ".git"))]) {
@@ -282,6 +283,11 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 	if !ok || user != "x-access-token" || !known {
 		w.Header().Set("WWW-Authenticate", `Basic realm="GitHub"`)
 		http.Error(w, "Invalid username or token.", http.StatusUnauthorized)
+		return
+	}
+	// Pushing needs contents: write, as on GitHub, which answers 403.
+	if (strings.HasSuffix(r.URL.Path, "/git-receive-pack") || r.URL.Query().Get("service") == "git-receive-pack") && contents != "write" {
+		http.Error(w, "Permission to "+parts[0]+"/"+parts[1]+" denied to superagent[bot].", http.StatusForbidden)
 		return
 	}
 	s.st.mu.Lock()
@@ -306,6 +312,10 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 		Env: []string{
 			"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=x-access-token",
 			"GIT_CONFIG_NOSYSTEM=1", "HOME=" + root,
+			// GitHub takes pushes to any ref under refs/ (a hidden
+			// refs/superagent/wip/N included) except refs/pull/, which
+			// it owns and refuses as a hidden ref.
+			"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=receive.hideRefs", "GIT_CONFIG_VALUE_0=refs/pull/",
 		},
 	}
 	h.ServeHTTP(w, r)

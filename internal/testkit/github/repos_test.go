@@ -91,3 +91,47 @@ func TestSeedAndPushAs(t *testing.T) {
 	_, ok = e.fake.Branch(t, repoName, "absent")
 	require.False(t, ok)
 }
+
+// GitHub keeps custom refs outside refs/heads and refs/tags (a hidden
+// refs/superagent/wip/N) for a token with contents: write, serves them
+// to a fetch that names them, and refuses pushes to refs/pull/ and
+// pushes by a token that may only read.
+func TestGitCustomRefs(t *testing.T) {
+	e := setup(t)
+	url := e.fake.URL + "/git/" + repoName + ".git"
+	dir := t.TempDir()
+	mustGit(t, "", "-c", e.authHeader(), "clone", "--quiet", url, dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "wip.txt"), []byte("half done\n"), 0o600))
+	mustGit(t, dir, "add", "wip.txt")
+	mustGit(t, dir, "commit", "--quiet", "-m", "wip")
+	sha := mustGit(t, dir, "rev-parse", "HEAD")
+
+	mustGit(t, dir, "-c", e.authHeader(), "push", "--quiet", "origin", "HEAD:refs/superagent/wip/7")
+	require.Equal(t, sha, mustGit(t, "", "--git-dir", e.bare, "rev-parse", "refs/superagent/wip/7"))
+
+	other := t.TempDir()
+	mustGit(t, "", "-c", e.authHeader(), "clone", "--quiet", url, other)
+	require.Empty(t, mustGit(t, other, "for-each-ref", "refs/superagent/"), "a clone does not bring custom refs")
+	mustGit(t, other, "-c", e.authHeader(), "fetch", "--quiet", "origin", "+refs/superagent/wip/7:refs/superagent/wip/7")
+	require.Equal(t, sha, mustGit(t, other, "rev-parse", "refs/superagent/wip/7"))
+
+	out, err := git(t, dir, "-c", e.authHeader(), "push", "--quiet", "origin", "HEAD:refs/pull/1/head")
+	require.Error(t, err)
+	require.Contains(t, out, "deny updating a hidden ref")
+
+	require.Equal(t, 1, e.fake.Pushes(repoName, "refs/superagent/wip/7"))
+	require.Equal(t, 1, e.fake.Pushes(repoName, "refs/pull/1/head"), "counted though refused")
+	require.Zero(t, e.fake.Pushes(repoName, "refs/heads/main"))
+	mustGit(t, dir, "-c", e.authHeader(), "push", "--quiet", "origin", ":refs/superagent/wip/7")
+	_, err = git(t, "", "--git-dir", e.bare, "rev-parse", "--verify", "--quiet", "refs/superagent/wip/7")
+	require.Error(t, err, "deleted")
+
+	fake := fakegithub.New(t)
+	fake.SetGranted(map[string]string{"contents": "read", "metadata": "read"})
+	ro := setupWith(t, fake)
+	roDir := t.TempDir()
+	mustGit(t, "", "-c", ro.authHeader(), "clone", "--quiet", fake.URL+"/git/"+repoName+".git", roDir)
+	out, err = git(t, roDir, "-c", ro.authHeader(), "push", "--quiet", "origin", "HEAD:refs/superagent/wip/7")
+	require.Error(t, err)
+	require.Contains(t, out, "403")
+}
