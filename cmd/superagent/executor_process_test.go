@@ -213,7 +213,7 @@ func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
 		}
 		require.Positive(t, gh.TokensIssued())
 
-		code, _ := second.stop(10 * time.Second)
+		code, _ := second.stop(shutdownWithin)
 		require.Equal(t, 0, code)
 	})
 }

@@ -184,7 +184,7 @@ func TestFeishuStatusCardFollowsTheTicket(t *testing.T) {
 		require.Equal(t, 2, posts, "one card per Ticket, never posted again")
 		require.NotEmpty(t, fs.RequestsTo(http.MethodPatch, "/open-apis/im/v1/messages/"))
 		require.Contains(t, p.stderr.String(), `"msg":"status card updated"`)
-		code, _ := p.stop(10 * time.Second)
+		code, _ := p.stop(shutdownWithin)
 		require.Equal(t, 0, code)
 	})
 }

@@ -132,7 +132,7 @@ func TestKilledDuringBurstEveryAcknowledgedDeliveryHasOneCard(t *testing.T) {
 		require.Equal(t, total, distinct)
 		t.Logf("%d of %d deliveries acknowledged before the kill; all %d have exactly one card", ackedBefore, total, total)
 
-		code, _ := second.stop(10 * time.Second)
+		code, _ := second.stop(shutdownWithin)
 		require.Equal(t, 0, code)
 	})
 }

@@ -101,7 +101,7 @@ func TestLoneRequestLatency(t *testing.T) {
 			parts = append(parts, d.Round(time.Millisecond).String())
 		}
 		t.Logf("a lone request's 👀 after %s (p50 %s)", strings.Join(parts, ", "), took[len(took)/2].Round(time.Millisecond))
-		code, _ := p.stop(10 * time.Second)
+		code, _ := p.stop(shutdownWithin)
 		require.Equal(t, 0, code)
 	})
 }

@@ -99,7 +99,7 @@ func TestTypoFixTellsItsStoryInTheLog(t *testing.T) {
 		require.Contains(t, metrics, `superagent_tickets{state="in_review"} 1`)
 		require.Contains(t, metrics, `superagent_tickets{state="working"} 0`)
 
-		code, _ := p.stop(10 * time.Second)
+		code, _ := p.stop(shutdownWithin)
 		require.Equal(t, 0, code)
 
 		lines := logLines(t, p.stderr.String())

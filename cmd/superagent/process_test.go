@@ -166,6 +166,9 @@ func (p *proc) waitLog(needle string, within time.Duration) {
 }
 
 // stop sends SIGTERM and returns the exit code and how long the exit took.
+// A process that was running work lets its jobs finish first, which on a busy
+// machine may take a good part of its shutdown deadline (30 s): such tests
+// give it shutdownWithin.
 func (p *proc) stop(within time.Duration) (int, time.Duration) {
 	p.t.Helper()
 	begin := time.Now()
@@ -173,10 +176,38 @@ func (p *proc) stop(within time.Duration) (int, time.Duration) {
 	select {
 	case <-p.done:
 	case <-time.After(within):
-		p.t.Fatalf("%s did not exit within %s of SIGTERM", p.name, within)
+		// Ask the Go runtime where it is stuck: SIGQUIT prints every
+		// goroutine's stack on stderr before the process exits.
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+		}
+		p.t.Fatalf("%s did not exit within %s of SIGTERM; its own goroutines:\n%s", p.name, within, ownGoroutines(p.stderr.String()))
 	}
+	// A job that outlived the shutdown deadline was cancelled, not let finish.
+	require.NotContains(p.t, p.stderr.String(), "jobs still running at shutdown deadline", p.name)
 	return p.cmd.ProcessState.ExitCode(), time.Since(begin)
 }
+
+// ownGoroutines picks, from a Go runtime's stack dump, the goroutines that
+// run the project's code.
+func ownGoroutines(stderr string) string {
+	_, dump, ok := strings.Cut(stderr, "SIGQUIT: quit")
+	if !ok {
+		return "(no stack dump)"
+	}
+	var keep []string
+	for _, g := range strings.Split(dump, "\n\n") {
+		if strings.Contains(g, "superagent-dev/superagent/") {
+			keep = append(keep, g)
+		}
+	}
+	return strings.Join(keep, "\n\n")
+}
+
+// shutdownWithin is the service's own shutdown deadline and a margin.
+const shutdownWithin = 35 * time.Second
 
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -228,7 +228,7 @@ func TestLabeledIssueToMergedPullRequest(t *testing.T) {
 			return os.IsNotExist(err)
 		})
 
-		code, _ := p.stop(10 * time.Second)
+		code, _ := p.stop(shutdownWithin)
 		require.Equal(t, 0, code)
 		byMsg := map[string][]map[string]any{}
 		for _, l := range logLines(t, p.stderr.String()) {
@@ -316,7 +316,7 @@ func TestStopCommandMidSession(t *testing.T) {
 				`SELECT count(*) FROM river_job WHERE state NOT IN ('completed', 'cancelled', 'discarded')`).Scan(&busy))
 			return acked && busy == 0 && strings.Contains(p.stderr.String(), `"msg":"executor stopped"`)
 		})
-		code, _ := p.stop(10 * time.Second)
+		code, _ := p.stop(shutdownWithin)
 		require.Equal(t, 0, code)
 
 		reqs := gh.Requests()

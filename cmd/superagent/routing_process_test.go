@@ -118,7 +118,7 @@ func TestRequestIsRoutedIntoATicket(t *testing.T) {
 		require.NotEmpty(t, reqs)
 		require.Equal(t, "router-model", reqs[0].Model)
 		require.NotContains(t, p.stderr.String(), "sk-test-routing-key-0001", "the model key never reaches the logs")
-		code, _ := p.stop(10 * time.Second)
+		code, _ := p.stop(shutdownWithin)
 		require.Equal(t, 0, code)
 	})
 }

@@ -82,7 +82,7 @@ func TestRepositorySetupAndSecretThroughTheBinary(t *testing.T) {
 			getJSON(t, "http://"+p.addr+"/api/tickets", token, &list)
 			return len(list.Tickets) == 1 && list.Tickets[0].State == "in_review"
 		})
-		code, _ = p.stop(10 * time.Second)
+		code, _ = p.stop(shutdownWithin)
 		require.Equal(t, 0, code)
 
 		var ran []string
@@ -161,7 +161,7 @@ func TestSecretsAPIThroughTheBinary(t *testing.T) {
 		var sealed string
 		require.NoError(t, d.QueryRow(context.Background(), `SELECT sealed FROM repo_secrets WHERE repo = 'octo/hello'`).Scan(&sealed))
 		require.NotContains(t, sealed, value)
-		code, _ = p.stop(10 * time.Second)
+		code, _ = p.stop(shutdownWithin)
 		require.Equal(t, 0, code)
 		require.NotContains(t, p.stderr.String()+p.stdout.String(), value)
 	})
