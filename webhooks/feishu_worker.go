@@ -56,7 +56,7 @@ ON CONFLICT (chat_id) DO UPDATE SET name = CASE WHEN excluded.name <> '' THEN ex
 		if nc.Author.Type == tickets.AuthorUser {
 			nc.Author.Name = s.feishuName(ctx, nc.Author.ID)
 		}
-		return s.admit(ctx, d, nc, func(tx *db.Tx, nc *tickets.NewCard) (string, error) {
+		return s.admit(ctx, d, nc, func(ctx context.Context, tx *db.Tx, nc *tickets.NewCard) (string, error) {
 			if nc.Addressed {
 				return "", nil
 			}

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/google/go-github/v66/github"
-	"github.com/riverqueue/river"
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/httpserver"
@@ -109,11 +108,11 @@ func (s *Service) record(ctx context.Context, d Delivery) (id int64, dup bool, e
 	return id, dup, err
 }
 
-// writeDeliveries stores deliveries inside tx and enqueues, with one
-// statement, a processing job for each one that is new and to be processed.
+// writeDeliveries stores deliveries inside tx and enqueues one job that
+// processes those that are new and to be processed, together.
 func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery) ([]written, error) {
 	out := make([]written, len(ds))
-	jobs := make([]river.InsertManyParams, 0, len(ds))
+	var work []int64
 	for i, d := range ds {
 		id, dup, err := insertDelivery(ctx, tx, d)
 		if err != nil {
@@ -121,12 +120,12 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery)
 		}
 		out[i] = written{id: id, dup: dup}
 		if !dup && d.State == DeliveryReceived {
-			jobs = append(jobs, river.InsertManyParams{Args: ProcessArgs{DeliveryID: id}})
+			work = append(work, id)
 		}
 	}
-	if len(jobs) > 0 {
-		if _, err := s.q.InsertManyTx(ctx, tx, jobs); err != nil {
-			return nil, fmt.Errorf("enqueueing %d deliveries: %w", len(jobs), err)
+	if len(work) > 0 {
+		if _, err := s.q.InsertTx(ctx, tx, processArgs(work), nil); err != nil {
+			return nil, fmt.Errorf("enqueueing %d deliveries: %w", len(work), err)
 		}
 	}
 	return out, nil

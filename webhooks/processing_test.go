@@ -319,3 +319,35 @@ func TestPermissionFailures(t *testing.T) {
 	require.NoError(t, e.svc.Worker().Work(ctx, job))
 	require.Equal(t, "unknown", e.card(t, a.Delivery).Author.Permission)
 }
+
+// TestBatchKeepsOneDeliveryFromHoldingBackTheOthers works a job naming two
+// deliveries, as a group commit stores them, while GitHub cannot say the
+// first one's author permission: the second is carded at once, the first
+// waits for the job's retry, and the retry leaves the second alone.
+func TestBatchKeepsOneDeliveryFromHoldingBackTheOthers(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		e := setup(t, d)
+		path := "/repos/Codertocat/Hello-World/collaborators/Codertocat/permission"
+		e.fake.FailNext(http.MethodGet, path, fakegithub.Fault{Status: http.StatusBadGateway, Body: `{"message":"Server Error"}`})
+		first := e.send(t, e.request(t, "pull_request", e.guid(), fixture(t, "pull_request/opened.payload.json")))
+		second := e.send(t, e.request(t, "issues", e.guid(), fixture(t, "issues/opened.payload.json")))
+		require.Equal(t, http.StatusAccepted, first.Status)
+		require.Equal(t, http.StatusAccepted, second.Status)
+
+		ctx := context.Background()
+		batch := webhooks.ProcessArgs{DeliveryIDs: []int64{first.Delivery, second.Delivery}}
+		job := &river.Job[webhooks.ProcessArgs]{JobRow: &rivertype.JobRow{Attempt: 1}, Args: batch}
+		require.Error(t, e.svc.Worker().Work(ctx, job), "the job is retried for the delivery it could not finish")
+		require.Equal(t, webhooks.DeliveryReceived, e.delivery(t, first.Delivery).State)
+		require.Equal(t, webhooks.DeliveryProcessed, e.delivery(t, second.Delivery).State)
+		made := e.card(t, second.Delivery)
+
+		job = &river.Job[webhooks.ProcessArgs]{JobRow: &rivertype.JobRow{Attempt: 2}, Args: batch}
+		require.NoError(t, e.svc.Worker().Work(ctx, job))
+		require.Equal(t, webhooks.DeliveryProcessed, e.delivery(t, first.Delivery).State)
+		require.Equal(t, "pr_opened", e.card(t, first.Delivery).Kind)
+		require.Equal(t, made.ID, e.card(t, second.Delivery).ID, "the second delivery's card is not made twice")
+		require.Equal(t, 2, count(t, d, "SELECT COUNT(*) FROM cards"))
+	})
+}

@@ -15,9 +15,20 @@ import (
 	"github.com/superagent-dev/superagent/tickets"
 )
 
-// ProcessArgs are the arguments of the job that processes one delivery.
+// ProcessArgs are the arguments of the job that processes deliveries: one
+// (DeliveryID), or the batch one group commit stored (DeliveryIDs), worked
+// in one transaction.
 type ProcessArgs struct {
-	DeliveryID int64 `json:"delivery_id"`
+	DeliveryID  int64   `json:"delivery_id,omitempty"`
+	DeliveryIDs []int64 `json:"delivery_ids,omitempty"`
+}
+
+// processArgs names the job for deliveries stored together.
+func processArgs(ids []int64) ProcessArgs {
+	if len(ids) == 1 {
+		return ProcessArgs{DeliveryID: ids[0]}
+	}
+	return ProcessArgs{DeliveryIDs: ids}
 }
 
 // Kind names the job in River.
@@ -45,9 +56,90 @@ const permissionAttempts = 3
 // this long, never loses it.
 func (w *Worker) Timeout(*river.Job[ProcessArgs]) time.Duration { return 75 * time.Second }
 
-// Work processes the delivery named by the job.
+// Work processes the deliveries named by the job.
 func (w *Worker) Work(ctx context.Context, job *river.Job[ProcessArgs]) error {
-	return w.s.process(ctx, job.Args.DeliveryID, job.Attempt)
+	if len(job.Args.DeliveryIDs) == 0 {
+		return w.s.process(ctx, job.Args.DeliveryID, job.Attempt)
+	}
+	return w.s.processBatch(ctx, job.Args.DeliveryIDs, job.Attempt)
+}
+
+// step is a delivery's outcome once decided: it writes inside tx, the
+// delivery's new state among it, and has the log lines and metrics said
+// after the commit. Running it again after a rollback is safe.
+type step func(ctx context.Context, tx *db.Tx) error
+
+// apply writes one delivery's outcome in a transaction of its own.
+func (s *Service) apply(ctx context.Context, d Delivery, st step) error {
+	if err := s.d.InTx(ctx, func(tx *db.Tx) error { return st(ctx, tx) }); err != nil {
+		return fmt.Errorf("processing delivery %d: %w", d.ID, err)
+	}
+	return nil
+}
+
+// processBatch processes the deliveries a group commit stored together.
+// GitHub's are decided one by one (their reading may ask GitHub for an
+// author's permission) and then written in one transaction, as they were
+// stored: under load that is one commit for many cards. If that
+// transaction fails, each is written on its own, so that one bad delivery
+// fails only itself; Feishu's are processed on their own. The job fails,
+// to be retried, when any delivery did; those done by then are skipped.
+func (s *Service) processBatch(ctx context.Context, ids []int64, attempt int) error {
+	type decided struct {
+		d  Delivery
+		st step
+	}
+	var ready []decided
+	var errs []error
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
+			break
+		}
+		d, err := getDelivery(ctx, s.d, id)
+		switch {
+		case errors.Is(err, ErrDeliveryNotFound):
+			continue
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		case d.State != DeliveryReceived:
+			continue
+		case d.Source != "github":
+			if err := s.processDelivery(ctx, d, attempt); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		st, err := s.decideGitHub(ctx, d, attempt)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ready = append(ready, decided{d: d, st: st})
+	}
+	// What was decided is written even when the job's time ran out
+	// meanwhile: the retry then has less to do.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)
+	defer cancel()
+	err := s.d.InTx(wctx, func(tx *db.Tx) error {
+		for _, r := range ready {
+			if err := r.st(wctx, tx); err != nil {
+				return fmt.Errorf("processing delivery %d: %w", r.d.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil && len(ready) > 1 {
+		for _, r := range ready {
+			if err := s.apply(wctx, r.d, r.st); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	} else if err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // process turns one stored delivery into its outcome. attempt counts from 1.
@@ -59,12 +151,21 @@ func (s *Service) process(ctx context.Context, id int64, attempt int) error {
 	if err != nil {
 		return err
 	}
+	return s.processDelivery(ctx, d, attempt)
+}
+
+// processDelivery processes d, read just now, in a transaction of its own.
+func (s *Service) processDelivery(ctx context.Context, d Delivery, attempt int) error {
 	if d.State != DeliveryReceived {
 		return nil
 	}
 	switch d.Source {
 	case "github":
-		return s.processGitHub(ctx, d, attempt)
+		st, err := s.decideGitHub(ctx, d, attempt)
+		if err != nil {
+			return err
+		}
+		return s.apply(ctx, d, st)
 	case "feishu":
 		return s.processFeishu(ctx, d)
 	default:
@@ -73,50 +174,69 @@ func (s *Service) process(ctx context.Context, id int64, attempt int) error {
 }
 
 func (s *Service) finish(ctx context.Context, d Delivery, state, reason string) error {
-	if err := finishDelivery(ctx, s.d, d.ID, state, reason, s.now()); err != nil {
-		return err
-	}
-	s.metrics.count(d.Source, d.Event, map[string]string{DeliveryFailed: "failed", DeliveryIgnored: "dropped"}[state])
-	switch state {
-	case DeliveryFailed:
-		s.logger.Warn("delivery failed", "delivery", d.ID, "source", d.Source, "event", d.Event, "error", reason)
-	case DeliveryIgnored:
-		s.logger.Debug("delivery ignored", "delivery", d.ID, "source", d.Source, "event", d.Event, "reason", reason)
-	}
-	return nil
+	return s.apply(ctx, d, s.finishing(d, state, reason))
 }
 
-func (s *Service) processGitHub(ctx context.Context, d Delivery, attempt int) error {
+// finishing ends d as failed or ignored, for reason.
+func (s *Service) finishing(d Delivery, state, reason string) step {
+	return func(ctx context.Context, tx *db.Tx) error {
+		if err := finishDelivery(ctx, tx, d.ID, state, reason, s.now()); err != nil {
+			return err
+		}
+		tx.AfterCommit(func() {
+			s.metrics.count(d.Source, d.Event, map[string]string{DeliveryFailed: "failed", DeliveryIgnored: "dropped"}[state])
+			switch state {
+			case DeliveryFailed:
+				s.logger.Warn("delivery failed", "delivery", d.ID, "source", d.Source, "event", d.Event, "error", reason)
+			case DeliveryIgnored:
+				s.logger.Debug("delivery ignored", "delivery", d.ID, "source", d.Source, "event", d.Event, "reason", reason)
+			}
+		})
+		return nil
+	}
+}
+
+// decideGitHub reads a GitHub delivery and decides its outcome: all that
+// is not a write to the database (the payload, the author's permission,
+// which may take a call to GitHub) happens here, the writes in the step.
+// An error means the delivery is to be tried again later.
+func (s *Service) decideGitHub(ctx context.Context, d Delivery, attempt int) (step, error) {
 	slug, err := s.botSlug(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ev, err := readPayload(s, d, func() (ghEvent, error) { return parseGitHubWith(d.Event, d.Body, slug, s.cfg.GitHub.TriggerLabel) })
 	if err != nil {
-		return s.finish(ctx, d, DeliveryFailed, err.Error())
+		return s.finishing(d, DeliveryFailed, err.Error()), nil
 	}
-	if ev.Repo != nil {
-		// On its own: it is idempotent, and a retry of the delivery redoes it.
-		if err := githubapp.RecordRepository(ctx, s.d, ev.Repo.GetID(), ev.Repo.GetDefaultBranch(), ev.Repo.GetDescription()); err != nil {
+	outcome, err := s.decideGitHubEvent(ctx, d, ev, attempt)
+	if err != nil || ev.Repo == nil {
+		return outcome, err
+	}
+	repo := ev.Repo
+	return func(ctx context.Context, tx *db.Tx) error {
+		if err := githubapp.RecordRepository(ctx, tx, repo.GetID(), repo.GetDefaultBranch(), repo.GetDescription()); err != nil {
 			return err
 		}
-	}
+		return outcome(ctx, tx)
+	}, nil
+}
+
+func (s *Service) decideGitHubEvent(ctx context.Context, d Delivery, ev ghEvent, attempt int) (step, error) {
 	switch {
 	case ev.Drop != "":
-		return s.finish(ctx, d, DeliveryIgnored, ev.Drop)
+		return s.finishing(d, DeliveryIgnored, ev.Drop), nil
 	case ev.Install != nil:
-		err := s.d.InTx(ctx, func(tx *db.Tx) error {
-			if err := applyInstallChange(ctx, tx, *ev.Install, s.now()); err != nil {
+		change := *ev.Install
+		return func(ctx context.Context, tx *db.Tx) error {
+			if err := applyInstallChange(ctx, tx, change, s.now()); err != nil {
 				return err
 			}
+			tx.AfterCommit(func() { s.metrics.count(d.Source, d.Event, "processed") })
 			return finishDelivery(ctx, tx, d.ID, DeliveryProcessed, "", s.now())
-		})
-		if err == nil {
-			s.metrics.count(d.Source, d.Event, "processed")
-		}
-		return err
+		}, nil
 	case ev.Card == nil:
-		return s.finish(ctx, d, DeliveryIgnored, "nothing to do")
+		return s.finishing(d, DeliveryIgnored, "nothing to do"), nil
 	}
 
 	c := ev.Card
@@ -125,7 +245,7 @@ func (s *Service) processGitHub(ctx context.Context, d Delivery, attempt int) er
 		perm, err := s.perms.Level(ctx, ev.InstallationID, c.Owner, c.Name, c.Author.Login)
 		if err != nil {
 			if attempt < permissionAttempts {
-				return err
+				return nil, err
 			}
 			s.logger.Warn("author permission unknown", "delivery", d.ID, "login", c.Author.Login, "error", err)
 			perm = "unknown"
@@ -133,7 +253,7 @@ func (s *Service) processGitHub(ctx context.Context, d Delivery, attempt int) er
 		c.Author.Permission = perm
 	}
 
-	return s.admit(ctx, d, c.NewCard, func(tx *db.Tx, nc *tickets.NewCard) (string, error) {
+	return s.admitting(d, c.NewCard, func(ctx context.Context, tx *db.Tx, nc *tickets.NewCard) (string, error) {
 		if c.Branch == "" {
 			return "", nil
 		}
@@ -143,7 +263,7 @@ func (s *Service) processGitHub(ctx context.Context, d Delivery, attempt int) er
 			return "", err
 		}
 		return "branch " + c.Branch + " does not matter", nil
-	})
+	}), nil
 }
 
 // readPayload runs parse, the pure decoding of d's payload, and turns a
@@ -164,53 +284,51 @@ func readPayload[T any](s *Service, d Delivery, parse func() (T, error)) (v T, e
 }
 
 // admit stores a delivery's card and marks the delivery processed in one
-// transaction. check, when not nil, runs first inside the transaction and
+// transaction (see admitting).
+func (s *Service) admit(ctx context.Context, d Delivery, nc tickets.NewCard, check admitCheck) error {
+	return s.apply(ctx, d, s.admitting(d, nc, check))
+}
+
+// admitCheck, when not nil, runs first inside the card's transaction and
 // may drop the card (returning a reason) or adjust it.
-func (s *Service) admit(ctx context.Context, d Delivery, nc tickets.NewCard,
-	check func(tx *db.Tx, nc *tickets.NewCard) (string, error)) error {
-	var card tickets.Card
-	dropped := ""
-	err := s.d.InTx(ctx, func(tx *db.Tx) error {
+type admitCheck func(ctx context.Context, tx *db.Tx, nc *tickets.NewCard) (string, error)
+
+// admitting stores a delivery's card and marks the delivery processed;
+// a delivery already processed is left alone.
+func (s *Service) admitting(d Delivery, in tickets.NewCard, check admitCheck) step {
+	return func(ctx context.Context, tx *db.Tx) error {
+		nc := in
 		var state string
 		if err := tx.QueryRow(ctx, "SELECT state FROM deliveries WHERE id = $1", d.ID).Scan(&state); err != nil {
 			return fmt.Errorf("reading state of delivery %d: %w", d.ID, err)
 		}
 		if state != DeliveryReceived {
-			dropped = "already processed"
 			return nil
 		}
 		if check != nil {
-			reason, err := check(tx, &nc)
+			reason, err := check(ctx, tx, &nc)
 			if err != nil {
 				return err
 			}
 			if reason != "" {
-				dropped = reason
-				return finishDelivery(ctx, tx, d.ID, DeliveryIgnored, dropped, s.now())
+				tx.AfterCommit(func() { s.metrics.count(d.Source, d.Event, "dropped") })
+				return finishDelivery(ctx, tx, d.ID, DeliveryIgnored, reason, s.now())
 			}
 		}
-		var err error
-		card, err = s.store.Admit(ctx, tx, nc, s.cfg.TextLimit, s.cfg.Hooks...)
-		if errors.Is(err, tickets.ErrDuplicate) {
-			dropped = "already processed"
-		} else if err != nil {
+		card, err := s.store.Admit(ctx, tx, nc, s.cfg.TextLimit, s.cfg.Hooks...)
+		switch {
+		case errors.Is(err, tickets.ErrDuplicate):
+		case err != nil:
 			return err
+		default:
+			tx.AfterCommit(func() {
+				s.metrics.count(d.Source, d.Event, "processed")
+				s.logger.Info("card made", "card", card.ID, "delivery", d.ID, "kind", card.Kind, "repo", card.Thread.Repo,
+					"thread", card.Thread.Key, "state", card.State, "ticket", card.TicketID)
+			})
 		}
 		return finishDelivery(ctx, tx, d.ID, DeliveryProcessed, "", s.now())
-	})
-	if err != nil {
-		return fmt.Errorf("processing delivery %d: %w", d.ID, err)
 	}
-	switch {
-	case dropped == "already processed":
-	case dropped != "":
-		s.metrics.count(d.Source, d.Event, "dropped")
-	default:
-		s.metrics.count(d.Source, d.Event, "processed")
-		s.logger.Info("card made", "card", card.ID, "delivery", d.ID, "kind", card.Kind, "repo", card.Thread.Repo,
-			"thread", card.Thread.Key, "state", card.State, "ticket", card.TicketID)
-	}
-	return nil
 }
 
 // branchMatters decides whether a push or check failure on a branch is

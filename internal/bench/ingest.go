@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -45,6 +46,69 @@ func ingest(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
 	srv := httptest.NewServer(r)
 	defer srv.Close()
 
+	return post(ctx, srv.URL, "bench", n, concurrency)
+}
+
+// carded is the whole service's figure: the same signed deliveries posted
+// while the process's own workers turn them into cards, as deployed. The
+// rate counts a delivery once it is acknowledged and processed; the
+// latencies are the acknowledgements'.
+func carded(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
+	// Whatever the earlier measurements left is not this one's work.
+	for _, stmt := range []string{"DELETE FROM river_job", "DELETE FROM deliveries"} {
+		if _, err := d.Exec(ctx, stmt); err != nil {
+			return result{}, err
+		}
+	}
+	q := queue.New(d, queue.Config{ID: "bench-service"})
+	svc, err := webhooks.New(webhooks.Config{GitHub: webhooks.GitHubConfig{WebhookSecret: benchSecret, Slug: "superagent-bench"}}, d, q, nil, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return result{}, err
+	}
+	if err := q.Init(); err != nil {
+		return result{}, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := q.Start(runCtx); err != nil {
+		return result{}, err
+	}
+	defer func() { _ = q.Stop(context.WithoutCancel(ctx)) }()
+	r := chi.NewRouter()
+	svc.Routes(r)
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+
+	begin := time.Now()
+	acks, err := post(ctx, srv.URL, "carded", n, concurrency)
+	if err != nil {
+		return result{}, err
+	}
+	for {
+		// The jobs, not the deliveries, are counted: a delivery row is
+		// mostly its body, and scanning them would be a load of its own.
+		var left int
+		if err := d.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE state NOT IN ('completed', 'cancelled', 'discarded')").Scan(&left); err != nil {
+			return result{}, err
+		}
+		if left == 0 {
+			break
+		}
+		if time.Since(begin) > 10*time.Minute {
+			return result{}, fmt.Errorf("%d deliveries still not processed after 10 minutes", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	acks.elapsed = time.Since(begin)
+	var jobs int
+	_ = d.QueryRow(ctx, "SELECT count(*) FROM river_job").Scan(&jobs)
+	fmt.Printf("    (%d deliveries in %d jobs)\n", n, jobs)
+	return acks, nil
+}
+
+// post sends n signed issue_comment deliveries from concurrency clients to
+// the service at url, each with its own delivery id.
+func post(ctx context.Context, url, prefix string, n, concurrency int) (result, error) {
 	mac := hmac.New(sha256.New, []byte(benchSecret))
 	mac.Write(issueComment)
 	signature := "sha256=" + hex.EncodeToString(mac.Sum(nil))
@@ -52,14 +116,14 @@ func ingest(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
 	defer client.CloseIdleConnections()
 
 	return measure(n, concurrency, func(i int) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/webhooks/github", bytes.NewReader(issueComment))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/webhooks/github", bytes.NewReader(issueComment))
 		if err != nil {
 			return err
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("User-Agent", "GitHub-Hookshot/bench")
 		req.Header.Set("X-GitHub-Event", "issue_comment")
-		req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("bench-%08d", i))
+		req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("%s-%08d", prefix, i))
 		req.Header.Set("X-Hub-Signature-256", signature)
 		resp, err := client.Do(req)
 		if err != nil {

@@ -15,9 +15,12 @@ import (
 
 // target is one migrated database to measure on.
 type target struct {
-	name  string
-	db    *db.DB
-	close func()
+	name string
+	db   *db.DB
+	// servedGoal is issue 22's goal for the whole service's rate, in
+	// percent of River's insert.
+	servedGoal int
+	close      func()
 }
 
 func openTargets(ctx context.Context) ([]target, error) {
@@ -29,7 +32,7 @@ func openTargets(ctx context.Context) ([]target, error) {
 	if err != nil {
 		return nil, err
 	}
-	targets := []target{{name: "SQLite", db: lite, close: func() { _ = lite.Close(); _ = os.RemoveAll(dir) }}}
+	targets := []target{{name: "SQLite", db: lite, servedGoal: 80, close: func() { _ = lite.Close(); _ = os.RemoveAll(dir) }}}
 
 	url := os.Getenv("SUPERAGENT_TEST_DATABASE_URL")
 	if url == "" {
@@ -50,7 +53,7 @@ func openTargets(ctx context.Context) ([]target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(targets, target{name: "PostgreSQL", db: pg, close: func() {
+	return append(targets, target{name: "PostgreSQL", db: pg, servedGoal: 60, close: func() {
 		_ = pg.Close()
 		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 		_ = admin.Close()
