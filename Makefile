@@ -7,7 +7,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 SUPERAGENT_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export SUPERAGENT_TEST_DATABASE_URL
 
-.PHONY: help run build test test-sqlite lint bench contracts
+.PHONY: help run build test test-sqlite lint bench bench-scale contracts
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -33,6 +33,19 @@ bench: ## measured figures, with ratios against baselines taken in the same run
 	$(GO) test -run '^$$' -bench 'BenchmarkAssemble' -benchmem ./promptparts
 	$(GO) test -run '^$$' -bench 'BenchmarkStep' -benchmem -benchtime 1000x ./session
 	$(GO) test -run '^$$' -bench 'BenchmarkRun' -benchtime 200x ./executor/workspace
+	$(GO) test -run '^$$' -bench 'BenchmarkCheckpoint' -benchtime 50x ./executor/workspace
+	@echo "== where people wait (issue 22), on SQLite and PostgreSQL"
+	@$(call figures,-run 'TestLoneRequestLatency' ./cmd/superagent,lone request)
+	@$(call figures,-run 'TestBurstIsRoutedInOneBatch' ./orchestrator,burst of 30)
+
+bench-scale: ## serve and two workers on PostgreSQL run 200 Tickets (sandbox on); throughput per process count
+	@export SUPERAGENT_SCALE_TICKETS=$${SUPERAGENT_SCALE_TICKETS:-200}; $(call figures,-timeout 60m -run 'TestScaleOut' ./cmd/superagent,Tickets|per process)
+
+# figures runs `go test -v` with the given arguments and prints the lines
+# that name the figure (and the end of the output if the test failed).
+figures = out=$$($(GO) test -count=1 -v $(1) 2>&1); status=$$?; \
+	echo "$$out" | grep -E "^=== RUN|$(2)"; \
+	[ $$status -eq 0 ] || { echo "$$out" | tail -40; exit $$status; }
 
 # The suites whose tests talk to the fakes (internal/testkit), which hold
 # every request, answer and webhook payload to the platforms' descriptions.

@@ -51,6 +51,7 @@ func TestBurstIsRoutedInOneBatch(t *testing.T) {
 			require.True(t, time.Now().Before(deadline), "the burst was not routed: %d tickets", e.ticketCount(t))
 			time.Sleep(50 * time.Millisecond)
 		}
+		t.Logf("a burst of 30 requests: %d routing model requests", len(e.model.Requests()))
 		require.LessOrEqual(t, len(e.model.Requests()), 2, "30 candidates in at most 2 routing model requests")
 		require.Equal(t, 30, e.ticketCount(t))
 		require.Equal(t, 30, e.jobs(t, "execute_ticket"), "one Executor job per Ticket")

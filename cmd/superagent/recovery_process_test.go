@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 )
 
@@ -28,12 +26,7 @@ func TestKilledExecutorResumesOnAnotherProcess(t *testing.T) {
 		t.Skip("bwrap is not installed")
 	}
 	dbURL := postgresURL(t)
-	gh := fakegithub.New(t)
-	gh.AddRepo(t, helloRepo, "main", map[string]string{
-		"README.md": "# Hello World\n\nThis projetc says hello.\n",
-		"test.sh":   "#!/bin/sh\nif grep -q projetc README.md; then echo 'typo still there'; exit 1; fi\necho ok\n",
-	})
-	gh.SetPermission(helloRepo, "Codertocat", "write")
+	gh, _ := typoRepo(t)
 
 	var (
 		mu       sync.Mutex
@@ -62,22 +55,8 @@ func TestKilledExecutorResumesOnAnotherProcess(t *testing.T) {
 	}))
 
 	const secret, token, lease = "recovery-webhook-secret", "recovery-admin-token-0123456789", 3 * time.Second
-	env := map[string]string{
-		"SUPERAGENT_ADDR":                  freeAddr(t),
-		"SUPERAGENT_DATA_DIR":              t.TempDir(),
-		"SUPERAGENT_DATABASE_URL":          dbURL,
-		"SUPERAGENT_ADMIN_TOKEN":           token,
-		"SUPERAGENT_GITHUB_APP_ID":         fmt.Sprint(gh.AppID),
-		"SUPERAGENT_GITHUB_PRIVATE_KEY":    string(gh.PrivateKey()),
-		"SUPERAGENT_GITHUB_API_URL":        gh.URL,
-		"SUPERAGENT_GITHUB_WEBHOOK_SECRET": secret,
-		"SUPERAGENT_MODEL_BASE_URL":        model.URL(),
-		"SUPERAGENT_MODEL_API_KEY":         "sk-test-recovery-key-0001",
-		"SUPERAGENT_MODEL":                 "executor-model",
-		"SUPERAGENT_ROUTER_MODEL":          "router-model",
-		"SUPERAGENT_ROUTING_DEBOUNCE":      "100ms",
-		"SUPERAGENT_EXECUTOR_LEASE":        lease.String(),
-	}
+	env := serviceEnv(t, dbURL, gh, model, secret, token)
+	env["SUPERAGENT_EXECUTOR_LEASE"] = lease.String()
 	serve := start(t, "serve", env, "serve")
 	serve.waitHTTP("/readyz", 30*time.Second)
 	workerEnv := map[string]string{}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -49,21 +48,7 @@ func marshal(t *testing.T, v any) []byte {
 // recorded); extra adds or overrides settings.
 func serveFor(t *testing.T, dbURL string, gh *fakegithub.Server, model *fakeopenai.Server, secret, token string, extra map[string]string) (*proc, *db.DB) {
 	t.Helper()
-	env := map[string]string{
-		"SUPERAGENT_ADDR":                  freeAddr(t),
-		"SUPERAGENT_DATA_DIR":              t.TempDir(),
-		"SUPERAGENT_DATABASE_URL":          dbURL,
-		"SUPERAGENT_ADMIN_TOKEN":           token,
-		"SUPERAGENT_GITHUB_APP_ID":         fmt.Sprint(gh.AppID),
-		"SUPERAGENT_GITHUB_PRIVATE_KEY":    string(gh.PrivateKey()),
-		"SUPERAGENT_GITHUB_API_URL":        gh.URL,
-		"SUPERAGENT_GITHUB_WEBHOOK_SECRET": secret,
-		"SUPERAGENT_MODEL_BASE_URL":        model.URL(),
-		"SUPERAGENT_MODEL_API_KEY":         "sk-test-review-key-0001",
-		"SUPERAGENT_MODEL":                 "executor-model",
-		"SUPERAGENT_ROUTER_MODEL":          "router-model",
-		"SUPERAGENT_ROUTING_DEBOUNCE":      "100ms",
-	}
+	env := serviceEnv(t, dbURL, gh, model, secret, token)
 	for k, v := range extra {
 		env[k] = v
 	}
