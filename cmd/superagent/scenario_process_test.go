@@ -121,9 +121,11 @@ type feishuMessage struct {
 	From    string `json:"from"`
 	Text    string `json:"text"`
 	Mention bool   `json:"mention"`
-	// Root and Parent make it a reply in a conversation.
+	// Root and Parent make it a reply in a conversation; Thread is the
+	// thread id Feishu gives a conversation the bot replied to in thread.
 	Root   string `json:"root"`
 	Parent string `json:"parent"`
+	Thread string `json:"thread"`
 }
 
 type cardExpect struct {
@@ -147,6 +149,11 @@ type expectations struct {
 	// FeishuReplies: how many of the bot's Feishu text messages contain
 	// each text.
 	FeishuReplies map[string]int `json:"feishu_replies"`
+	// ResolvedThreads: how many review threads are resolved at the end.
+	ResolvedThreads int `json:"resolved_threads"`
+	// StatusCards: how many Feishu status cards the bot posted (each
+	// patched in place afterwards, never posted again).
+	StatusCards int `json:"status_cards"`
 	// Reactions: content → how many the bot added.
 	Reactions map[string]int `json:"reactions"`
 	// Saw and NeverSaw: what each Ticket's Executor model was and was not
@@ -437,6 +444,7 @@ func (r *replay) deliverGitHub(s step) {
 		w["pull_requests"] = []any{map[string]any{"id": pr.Number, "number": pr.Number, "url": repoJSON["url"].(string) + "/pulls/" + strconv.Itoa(pr.Number),
 			"head": ref(pr.Head, pr.HeadSHA), "base": ref("main", "")}}
 		w["actor"], w["triggering_actor"] = user, user
+		w["head_commit"].(map[string]any)["id"] = pr.HeadSHA
 		r.apply(s, payload)
 		r.save("run:"+s.Name, run.ID)
 		for i, id := range run.JobIDs {
@@ -635,7 +643,7 @@ func (r *replay) deliverFeishu(s step, seq int) {
 	content, err := json.Marshal(map[string]string{"text": m.Text})
 	require.NoError(t, err)
 	now := time.Now()
-	r.fs.AddMessage(fakefeishu.Message{ID: m.ID, ChatID: r.sc.Feishu.Chat, RootID: m.Root, ParentID: m.Parent, MsgType: "text",
+	r.fs.AddMessage(fakefeishu.Message{ID: m.ID, ChatID: r.sc.Feishu.Chat, RootID: m.Root, ParentID: m.Parent, ThreadID: m.Thread, MsgType: "text",
 		SenderID: m.From, SenderType: "user", Content: string(content), CreateTime: now})
 	ptr := func(s string) *string {
 		if s == "" {
@@ -644,7 +652,7 @@ func (r *replay) deliverFeishu(s step, seq int) {
 		return &s
 	}
 	ms := strconv.FormatInt(now.UnixMilli(), 10)
-	msg := &larkim.EventMessage{MessageId: ptr(m.ID), RootId: ptr(m.Root), ParentId: ptr(m.Parent), CreateTime: ptr(ms), UpdateTime: ptr(ms),
+	msg := &larkim.EventMessage{MessageId: ptr(m.ID), RootId: ptr(m.Root), ParentId: ptr(m.Parent), ThreadId: ptr(m.Thread), CreateTime: ptr(ms), UpdateTime: ptr(ms),
 		ChatId: ptr(r.sc.Feishu.Chat), ChatType: ptr("group"), MessageType: ptr("text"), Content: ptr(string(content))}
 	if m.Mention {
 		require.Contains(t, m.Text, "@_user_1", "step %q: a mention is written @_user_1 in the text, as Feishu sends it", s.Name)
@@ -685,12 +693,23 @@ func (r *replay) route(req fakeopenai.Request) fakeopenai.Reply {
 		}
 		decisions = append(decisions, d)
 	}
-	if len(decisions) == 0 {
+	var calls []fakeopenai.ToolCall
+	if len(decisions) > 0 {
+		args, _ := json.Marshal(map[string]any{"decisions": decisions})
+		calls = append(calls, fakeopenai.Call("", "orchestrator_route", string(args)))
+	}
+	// A Report's question for a person is forwarded unchanged, as the
+	// main Session is told to.
+	for _, m := range forwardable.FindAllStringSubmatch(last.Content, -1) {
+		calls = append(calls, fakeopenai.Call("", "orchestrator_forward", `{"report":`+m[1]+`}`))
+	}
+	if len(calls) == 0 {
 		return fakeopenai.Text("Noted.")
 	}
-	args, _ := json.Marshal(map[string]any{"decisions": decisions})
-	return fakeopenai.Calls(fakeopenai.Call("", "orchestrator_route", string(args)))
+	return fakeopenai.Calls(calls...)
 }
+
+var forwardable = regexp.MustCompile(`orchestrator_forward \{"report": ([0-9]+)\}`)
 
 var assignment = regexp.MustCompile(`Assignment: ticket [0-9]+ "([^"]*)"`)
 
@@ -812,7 +831,7 @@ func (r *replay) check() {
 		}
 		key := r.name + "-" + s.Name
 		if s.Feishu != nil {
-			key = s.Feishu.ID // Feishu messages are deduplicated on their message id
+			key = "message:" + s.Feishu.ID // Feishu messages are deduplicated on their message id
 		}
 		var (
 			deliveries, n int
@@ -857,6 +876,15 @@ FROM deliveries d LEFT JOIN cards c ON c.delivery_id = d.id WHERE d.dedupe_key =
 				require.Equal(t, strconv.Itoa(want.Commits), strings.TrimSpace(string(out)), "pull request %d commits", pr.Number)
 			}
 		}
+		resolved := 0
+		for _, pr := range prs {
+			for _, th := range r.gh.ReviewThreads(helloRepo, pr.Number) {
+				if th.Resolved {
+					resolved++
+				}
+			}
+		}
+		require.Equal(t, x.ResolvedThreads, resolved, "resolved review threads")
 		// What the bot said on GitHub.
 		bot := map[string]int{}
 		for _, c := range r.gh.Comments() {
@@ -896,8 +924,12 @@ FROM deliveries d LEFT JOIN cards c ON c.delivery_id = d.id WHERE d.dedupe_key =
 	}
 	if r.fs != nil {
 		said := map[string]int{}
+		cards := 0
 		for _, m := range r.fs.Messages() {
-			if m.SenderType != "app" || m.MsgType != "text" {
+			if m.SenderType == "app" && m.MsgType == "interactive" {
+				cards++
+			}
+			if m.SenderType != "app" || m.MsgType == "interactive" { // the status card is counted apart
 				continue
 			}
 			for text := range x.FeishuReplies {
@@ -909,6 +941,7 @@ FROM deliveries d LEFT JOIN cards c ON c.delivery_id = d.id WHERE d.dedupe_key =
 		for text, n := range x.FeishuReplies {
 			require.Equal(t, n, said[text], "Feishu messages saying %q", text)
 		}
+		require.Equal(t, x.StatusCards, cards, "status cards posted on Feishu")
 		reactions := map[string]int{}
 		for _, rc := range r.fs.Reactions() {
 			reactions[rc.EmojiType]++
