@@ -199,23 +199,121 @@ func TestScenarios(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}
-	dirs, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*", "scenario.json"))
+	for _, sc := range loadScenarios(t) {
+		t.Run(sc.name, func(t *testing.T) {
+			databases(t, func(t *testing.T, dbURL string) {
+				newReplay(t, sc.name, sc.scenario, dbURL).run()
+			})
+		})
+	}
+}
+
+type namedScenario struct {
+	name string
+	scenario
+}
+
+// loadScenarios reads every scenario, refusing fields the format does not
+// have.
+func loadScenarios(t *testing.T) []namedScenario {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*", "scenario.json"))
 	require.NoError(t, err)
-	require.NotEmpty(t, dirs)
-	for _, file := range dirs {
-		name := filepath.Base(filepath.Dir(file))
+	require.NotEmpty(t, files)
+	var out []namedScenario
+	for _, file := range files {
 		raw, err := os.ReadFile(file)
 		require.NoError(t, err)
 		var sc scenario
 		dec := json.NewDecoder(strings.NewReader(string(raw)))
 		dec.DisallowUnknownFields()
 		require.NoError(t, dec.Decode(&sc), file)
-		t.Run(name, func(t *testing.T) {
-			databases(t, func(t *testing.T, dbURL string) {
-				newReplay(t, name, sc, dbURL).run()
-			})
+		out = append(out, namedScenario{name: filepath.Base(filepath.Dir(file)), scenario: sc})
+	}
+	return out
+}
+
+// TestScenarioFiles checks what the replay cannot notice by itself, fast
+// and without the binary: every step is a known kind whose fixture has
+// every field it sets, every router rule and scripted turn is reached by
+// some step's text (a misspelt one would silently never run), and every
+// Ticket an expectation names is one the scenario opens.
+func TestScenarioFiles(t *testing.T) {
+	for _, sc := range loadScenarios(t) {
+		t.Run(sc.name, func(t *testing.T) {
+			require.NotEmpty(t, sc.Description)
+			var texts []string
+			names := map[string]bool{}
+			for _, s := range sc.Steps {
+				require.False(t, names[s.Name], "step name %q is unique", s.Name)
+				names[s.Name] = true
+				switch {
+				case s.GitHub != "":
+					require.Nil(t, s.Feishu, "step %q", s.Name)
+					require.NotNil(t, sc.Repo, "step %q: GitHub steps need the scenario's repo", s.Name)
+					fixture := readFixture(t, s.From)
+					for path, v := range s.Set {
+						_, _, err := field(fixture, path)
+						require.NoError(t, err, "step %q, fixture %s", s.Name, s.From)
+						if str, ok := v.(string); ok {
+							texts = append(texts, str)
+						}
+					}
+					if s.Run != nil {
+						for _, j := range s.Run.Jobs {
+							texts = append(texts, fmt.Sprintf("host: job %q of workflow run", j.Name), j.Log)
+							for _, st := range j.Steps {
+								if n, c, _ := strings.Cut(st, "="); c == "failure" {
+									texts = append(texts, fmt.Sprintf("failed at step %q", n))
+								}
+							}
+						}
+					}
+				case s.Feishu != nil:
+					require.NotNil(t, sc.Feishu, "step %q: Feishu steps need the scenario's feishu", s.Name)
+					require.Contains(t, sc.Feishu.People, s.Feishu.From, "step %q: the sender is one of the chat's people", s.Name)
+					require.True(t, strings.HasPrefix(s.Feishu.ID, "om_"), "step %q: a Feishu message id starts om_", s.Name)
+					texts = append(texts, s.Feishu.Text)
+				default:
+					t.Fatalf("step %q is neither a GitHub delivery nor a Feishu message", s.Name)
+				}
+				if s.Review != "" {
+					require.True(t, names[s.Review] || stepNamed(sc.Steps, s.Review), "step %q: review step %q exists", s.Name, s.Review)
+				}
+			}
+			all := strings.Join(texts, "\n")
+			titles := map[string]bool{}
+			for _, rule := range sc.Router {
+				require.Contains(t, all, rule.Match, "router rule %q is reached by a step", rule.Title)
+				titles[rule.Title] = true
+			}
+			for title, turns := range sc.Executor {
+				require.True(t, titles[title], "the Executor script %q is a Ticket a router rule opens", title)
+				for _, tn := range turns {
+					if tn.On != "Assignment" {
+						require.Contains(t, all, tn.On, "the turn on %q of %q is reached by a step", tn.On, title)
+					}
+				}
+			}
+			for _, tk := range sc.Expect.Tickets {
+				require.True(t, titles[tk.Title], "the expected Ticket %q is one a router rule opens", tk.Title)
+			}
+			for _, s := range sc.Steps {
+				if s.Card != nil && s.Card.Ticket != "" {
+					require.True(t, titles[s.Card.Ticket], "step %q: Ticket %q is one a router rule opens", s.Name, s.Card.Ticket)
+				}
+			}
 		})
 	}
+}
+
+func stepNamed(steps []step, name string) bool {
+	for _, s := range steps {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // replay is one scenario running against one database.
@@ -484,15 +582,28 @@ func (r *replay) apply(s step, payload map[string]any) {
 }
 
 func setPath(t *testing.T, m map[string]any, path string, v any) {
+	parent, key, err := field(m, path)
+	require.NoError(t, err)
+	parent[key] = v
+}
+
+// field finds a dotted path in a fixture: the object holding it and its
+// key. A path the fixture does not have is an error: a scenario sets only
+// fields the platform sends.
+func field(m map[string]any, path string) (map[string]any, string, error) {
 	parts := strings.Split(path, ".")
 	for _, p := range parts[:len(parts)-1] {
 		next, ok := m[p].(map[string]any)
-		require.True(t, ok, "%s: %s is not an object of the fixture", path, p)
+		if !ok {
+			return nil, "", fmt.Errorf("%s: %s is not an object of the fixture", path, p)
+		}
 		m = next
 	}
-	_, known := m[parts[len(parts)-1]]
-	require.True(t, known, "%s: the fixture has no such field; a scenario sets only fields the platform sends", path)
-	m[parts[len(parts)-1]] = v
+	key := parts[len(parts)-1]
+	if _, ok := m[key]; !ok {
+		return nil, "", fmt.Errorf("%s: the fixture does not have it; a scenario sets only fields the platform sends", path)
+	}
+	return m, key, nil
 }
 
 // user is the fixtures' user object (Codertocat's) for login, with the
