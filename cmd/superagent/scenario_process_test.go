@@ -420,7 +420,7 @@ func (r *replay) run() {
 		}
 	}
 	r.settle("the end of the day")
-	code, _ := r.p.stop(10 * time.Second)
+	code, _ := r.p.stop(30 * time.Second) // the service's own shutdown deadline; the day has settled, so it is quick
 	require.Equal(t, 0, code)
 	r.check()
 }
