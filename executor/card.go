@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -43,9 +44,47 @@ type CardWorker struct {
 // Timeout bounds one update: a post or a few patches.
 func (w *CardWorker) Timeout(*river.Job[jobs.CardArgs]) time.Duration { return 2 * time.Minute }
 
-// Work syncs the card; a failure is retried by River.
+// Work syncs the card; a failure is retried by River. The job queued
+// behind a running one (the other slot) can start while that one still
+// runs: it waits until the older one ends, so one sync at a time posts or
+// patches a Ticket's card (two at once would both take the post for theirs).
 func (w *CardWorker) Work(ctx context.Context, job *river.Job[jobs.CardArgs]) error {
+	older, err := w.e.olderCardSync(ctx, job.ID, job.Args.TicketID)
+	if err != nil {
+		return err
+	}
+	if older {
+		return river.JobSnooze(time.Second)
+	}
 	return w.e.SyncCard(ctx, job.Args.TicketID)
+}
+
+// olderCardSync reports whether a card job for ticketID older than job is
+// running.
+func (e *Executor) olderCardSync(ctx context.Context, job, ticketID int64) (bool, error) {
+	// River keeps args as jsonb: SQLite's binary form reads back as
+	// text through json().
+	args := "CAST(args AS TEXT)"
+	if e.deps.DB.Dialect() == db.SQLite {
+		args = "json(args)"
+	}
+	rows, err := e.deps.DB.Query(ctx, `SELECT `+args+` FROM river_job WHERE kind = $1 AND state = 'running' AND id < $2`,
+		jobs.CardArgs{}.Kind(), job)
+	if err != nil {
+		return false, fmt.Errorf("reading the running status card jobs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return false, fmt.Errorf("reading the running status card jobs: %w", err)
+		}
+		var a jobs.CardArgs
+		if json.Unmarshal([]byte(raw), &a) == nil && a.TicketID == ticketID {
+			return true, nil
+		}
+	}
+	return false, rows.Err()
 }
 
 // statusCard is a Ticket's row in ticket_feishu_cards.
@@ -121,12 +160,16 @@ func (e *Executor) syncCardOnce(ctx context.Context, ticketID int64) (bool, erro
 		o := tickets.Outgoing{Key: base, TicketID: t.ID, CardID: src.ID, Source: tickets.SourceFeishu, Kind: KindStatusCard,
 			Target: "feishu:message/" + request, Body: t.State}
 		// The result is the card's message id and the digest of what it
-		// showed when posted.
+		// showed when posted. posted says this call made the post (or
+		// found the one a dead attempt made): another round that finds
+		// the intent already sent logs nothing.
+		posted := false
 		ref, err := box.Write(ctx, o, func(ctx context.Context) (string, error) {
 			m, err := post(ctx)
 			if err != nil {
 				return "", fmt.Errorf("posting the status card of ticket %d: %w", t.ID, err)
 			}
+			posted = true
 			return m.MessageID + " " + sha, nil
 		}, func(ctx context.Context) (string, bool, error) {
 			// A post whose answer was lost: the same uuid brings back the
@@ -136,6 +179,7 @@ func (e *Executor) syncCardOnce(ctx context.Context, ticketID int64) (bool, erro
 			if err != nil {
 				return "", false, err
 			}
+			posted = true
 			return m.MessageID + " ", true, nil
 		})
 		if err != nil {
@@ -146,7 +190,9 @@ func (e *Executor) syncCardOnce(ctx context.Context, ticketID int64) (bool, erro
 		if err := e.saveCard(ctx, t.ID, row); err != nil {
 			return false, err
 		}
-		e.cfg.Logger.Info("status card posted", "ticket", t.ID, "card", src.ID, "message", row.MessageID)
+		if posted {
+			e.cfg.Logger.Info("status card posted", "ticket", t.ID, "card", src.ID, "message", row.MessageID)
+		}
 		return true, nil
 	}
 	// Each patch is its own intent, named by what the card showed before
@@ -155,10 +201,12 @@ func (e *Executor) syncCardOnce(ctx context.Context, ticketID int64) (bool, erro
 	o := tickets.Outgoing{Key: base + ":" + digest(row.BodySHA, sha), TicketID: t.ID, CardID: src.ID, Source: tickets.SourceFeishu,
 		Kind: KindStatusCard, Target: "feishu:message/" + row.MessageID, Body: t.State}
 	id, chat := row.MessageID, row.ChatID
+	patched := false
 	if _, err := box.Write(ctx, o, func(ctx context.Context) (string, error) {
 		if err := e.deps.Feishu.PatchCard(ctx, id, chat, content); err != nil {
 			return "", fmt.Errorf("updating the status card of ticket %d: %w", t.ID, err)
 		}
+		patched = true
 		return id, nil
 	}, nil); err != nil {
 		return false, err
@@ -167,7 +215,9 @@ func (e *Executor) syncCardOnce(ctx context.Context, ticketID int64) (bool, erro
 	if err := e.saveCard(ctx, t.ID, row); err != nil {
 		return false, err
 	}
-	e.cfg.Logger.Info("status card updated", "ticket", t.ID, "card", src.ID, "message", id, "state", t.State)
+	if patched {
+		e.cfg.Logger.Info("status card updated", "ticket", t.ID, "card", src.ID, "message", id, "state", t.State)
+	}
 	return true, nil
 }
 

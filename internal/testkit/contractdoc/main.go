@@ -149,7 +149,9 @@ the use through a fake that checks it against the platform's own description:
 GitHub's OpenAPI description (internal/testkit/github/testdata), the
 @octokit/webhooks-schemas payload schemas, and the Feishu request schemas of
 @larksuiteoapi/lark-mcp with the SDK's response types. What the schemas
-cannot say is in internal/testkit/github/SEMANTICS.md.
+cannot say is in internal/testkit/github/SEMANTICS.md. Whole days of
+events replayed through the binary against these fakes are in
+[scenarios.md](scenarios.md).
 
 ## GitHub REST operations
 
