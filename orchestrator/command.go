@@ -337,7 +337,8 @@ func (o *Orchestrator) resumed(ctx context.Context, tx *db.Tx, t tickets.Ticket,
 
 // confirm enqueues the update of the Ticket's status card, records a
 // short confirmation under the person's command card, or
-// in the Ticket's original conversation, and schedules a turn to send it.
+// in the Ticket's original conversation, and schedules a turn to send it;
+// a stop's confirmation waits for the Executor to release it.
 func (o *Orchestrator) confirm(ctx context.Context, tx *db.Tx, t tickets.Ticket, c *tickets.Card, what, text string) error {
 	// A Ticket asked for in Feishu shows the change on its status card.
 	if err := o.wake.ShowCard(ctx, tx, t.ID); err != nil {
@@ -364,7 +365,16 @@ func (o *Orchestrator) confirm(ctx context.Context, tx *db.Tx, t tickets.Ticket,
 	if c != nil {
 		key = fmt.Sprintf("%s:ticket:%d:card:%d", what, t.ID, c.ID)
 	}
-	if err := o.record(ctx, tx, key, outbox.KindComment, card, t.ID, target, text); err != nil {
+	if target == "" {
+		return o.ScheduleTurn(ctx, tx)
+	}
+	// A stop is said only once the stopped Executor has made its last
+	// writes: the message is held until its job releases it
+	// (tickets.Store.ReleaseOutgoing), so nothing is written for the
+	// Ticket after it.
+	_, err = o.deps.Tickets.RecordIntent(ctx, tx, tickets.Outgoing{Key: key, TicketID: t.ID, CardID: card.ID,
+		Source: card.Source, Kind: outbox.KindComment, Target: target, Body: text, Held: what == CommandStop})
+	if err != nil {
 		return err
 	}
 	return o.ScheduleTurn(ctx, tx)

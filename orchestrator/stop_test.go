@@ -35,6 +35,9 @@ func TestStopAndContinueAreSaidOnceInTheConversation(t *testing.T) {
 		require.NoError(t, p.Stop(ctx, tk.ID, "admin:dave", ""), "a second stop changes nothing")
 		require.NoError(t, p.Continue(ctx, tk.ID, "admin:dave"))
 		require.Greater(t, e.jobs(t, "execute_ticket"), jobs, "the stop and the continue wake the Executor")
+		// The Executor's next job releases the held stop before it works.
+		_, err = e.store.ReleaseOutgoing(ctx, d, tk.ID)
+		require.NoError(t, err)
 		e.model.Push(fakeopenai.Text("ok"))
 		e.turn(t)
 		var stopped, continued int
