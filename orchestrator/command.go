@@ -88,13 +88,19 @@ func isCommand(s string) bool {
 // MayCommand reports why the author of card c may not command Ticket t,
 // or nil when they may: a person who is the Ticket's requester, passes
 // the gate where the card was written (the GitHub permission on its
-// repository, the allowed Feishu chats and members), or is an admin.
+// repository, the allowed Feishu chats and members), or is an admin. A
+// GitHub permission counts only on the Ticket's own repository: a card
+// written in another one (a Thread the Ticket follows there) commands it
+// only for its requester or an admin.
 func (o *Orchestrator) MayCommand(t tickets.Ticket, c tickets.Card) error {
 	if c.Author.Type != tickets.AuthorUser {
 		return errors.New("only people command Tickets")
 	}
 	if tickets.IsRequester(t, c) || o.cfg.Gate.Admin(c) == nil {
 		return nil
+	}
+	if c.Source == tickets.SourceGitHub && t.Repo != "" && !strings.EqualFold(t.Repo, c.Thread.Repo) {
+		return fmt.Errorf("%s wrote in %s, not in %s, ticket %d's repository, and is neither its requester nor an admin", tickets.Actor(c), c.Thread.Repo, t.Repo, t.ID)
 	}
 	if err := o.cfg.Gate.Author(c); err != nil {
 		return fmt.Errorf("%s is not the requester of ticket %d, nor an admin, and %w", tickets.Actor(c), t.ID, err)
