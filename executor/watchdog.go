@@ -93,19 +93,25 @@ func (e *Executor) ticketsWithJobs(ctx context.Context) (map[int64]bool, error) 
 		args = append(args, string(st))
 		marks = append(marks, fmt.Sprintf("$%d", i+1))
 	}
-	rows, err := e.deps.DB.Query(ctx, `SELECT args FROM river_job WHERE kind = 'execute_ticket' AND state IN (`+strings.Join(marks, ", ")+`)`, args...)
+	// River keeps arguments as jsonb on PostgreSQL and as SQLite's binary
+	// JSONB: both read back as JSON text.
+	text := "args::text"
+	if e.deps.DB.Dialect() == db.SQLite {
+		text = "json(args)"
+	}
+	rows, err := e.deps.DB.Query(ctx, `SELECT `+text+` FROM river_job WHERE kind = 'execute_ticket' AND state IN (`+strings.Join(marks, ", ")+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing executor jobs: %w", err)
 	}
 	defer rows.Close()
 	out := map[int64]bool{}
 	for rows.Next() {
-		var raw []byte
+		var raw string
 		if err := rows.Scan(&raw); err != nil {
 			return nil, fmt.Errorf("listing executor jobs: %w", err)
 		}
 		var a jobs.ExecuteArgs
-		if err := json.Unmarshal(raw, &a); err != nil {
+		if err := json.Unmarshal([]byte(raw), &a); err != nil {
 			return nil, fmt.Errorf("reading an executor job's arguments: %w", err)
 		}
 		out[a.TicketID] = true
