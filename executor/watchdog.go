@@ -2,14 +2,17 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -38,7 +41,8 @@ type Watchdog struct {
 func (w *Watchdog) Timeout(*river.Job[WatchArgs]) time.Duration { return time.Minute }
 
 // Work restarts the Executors whose lease lapsed, removes this machine's
-// workspaces of Tickets that ended, and deletes their checkpoints.
+// workspaces of Tickets that ended, deletes their checkpoints, and sends
+// the stop acknowledgements no job will release.
 func (w *Watchdog) Work(ctx context.Context, _ *river.Job[WatchArgs]) error {
 	if _, err := w.e.Revive(ctx); err != nil {
 		return err
@@ -46,8 +50,76 @@ func (w *Watchdog) Work(ctx context.Context, _ *river.Job[WatchArgs]) error {
 	if _, err := w.e.SweepWorkspaces(ctx); err != nil {
 		return err
 	}
-	_, err := w.e.SweepCheckpoints(ctx)
+	if _, err := w.e.SweepCheckpoints(ctx); err != nil {
+		return err
+	}
+	_, err := w.e.ReleaseOrphanedHolds(ctx)
 	return err
+}
+
+// ReleaseOrphanedHolds sends the held messages (a stop's acknowledgement)
+// of Tickets that no Executor job will release: none waits or runs for
+// them, because the last one was discarded or cancelled. It returns how
+// many Tickets it released.
+func (e *Executor) ReleaseOrphanedHolds(ctx context.Context) (int, error) {
+	held, err := e.deps.Tickets.TicketsWithHeldOutgoing(ctx, e.deps.DB)
+	if err != nil || len(held) == 0 {
+		return 0, err
+	}
+	live, err := e.ticketsWithJobs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range held {
+		if live[id] {
+			continue
+		}
+		e.cfg.Logger.Warn("releasing a stop acknowledgement that no executor job will release", "ticket", id)
+		if err := e.releaseHeld(ctx, id); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// ticketsWithJobs lists the Tickets whose Executor job waits or runs.
+func (e *Executor) ticketsWithJobs(ctx context.Context) (map[int64]bool, error) {
+	states := queue.Unfinished()
+	args := make([]any, 0, len(states))
+	marks := make([]string, 0, len(states))
+	for i, st := range states {
+		args = append(args, string(st))
+		marks = append(marks, fmt.Sprintf("$%d", i+1))
+	}
+	// River keeps arguments as jsonb on PostgreSQL and as SQLite's binary
+	// JSONB: both read back as JSON text.
+	text := "args::text"
+	if e.deps.DB.Dialect() == db.SQLite {
+		text = "json(args)"
+	}
+	rows, err := e.deps.DB.Query(ctx, `SELECT `+text+` FROM river_job WHERE kind = 'execute_ticket' AND state IN (`+strings.Join(marks, ", ")+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing executor jobs: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]bool{}
+	for rows.Next() {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return nil, fmt.Errorf("listing executor jobs: %w", err)
+		}
+		var a jobs.ExecuteArgs
+		if err := json.Unmarshal([]byte(raw), &a); err != nil {
+			return nil, fmt.Errorf("reading an executor job's arguments: %w", err)
+		}
+		out[a.TicketID] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing executor jobs: %w", err)
+	}
+	return out, nil
 }
 
 // SweepWorkspaces removes this machine's workspaces of Tickets that ended

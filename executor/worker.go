@@ -47,6 +47,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.ExecuteArgs]) err
 		if rerr := w.e.giveUp(context.WithoutCancel(ctx), job.Args.TicketID, err); rerr != nil {
 			return errors.Join(err, rerr)
 		}
+		// No more writes come from this job: a stop is said now.
+		if rerr := w.e.releaseHeld(context.WithoutCancel(ctx), job.Args.TicketID); rerr != nil {
+			return errors.Join(err, rerr)
+		}
 		return river.JobCancel(err)
 	}
 	return err
@@ -115,7 +119,22 @@ func (e *Executor) Execute(ctx context.Context, ticketID int64, holder string) e
 	if err := e.syncProgress(ctx, ticketID, true); err != nil {
 		return fmt.Errorf("updating the progress of ticket %d on GitHub: %w", ticketID, err)
 	}
-	return nil
+	// Everything this job wrote is written: a stop may now be said.
+	return e.releaseHeld(ctx, ticketID)
+}
+
+// releaseHeld lets the messages held for the Ticket be sent (a person's
+// stop, acknowledged only after the Executor's last write) and schedules
+// the main Session's turn that sends them.
+func (e *Executor) releaseHeld(ctx context.Context, ticketID int64) error {
+	return e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+		n, err := e.deps.Tickets.ReleaseOutgoing(ctx, tx, ticketID)
+		if err != nil || n == 0 {
+			return err
+		}
+		tx.AfterCommit(func() { e.cfg.Logger.Info("stop acknowledgement released", "ticket", ticketID, "messages", n) })
+		return e.deps.Wake.ScheduleTurn(ctx, tx)
+	})
 }
 
 func (e *Executor) execute(ctx context.Context, ticketID int64) error {
@@ -124,9 +143,17 @@ func (e *Executor) execute(ctx context.Context, ticketID int64) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case tickets.Ended(t.State):
+	if tickets.Ended(t.State) {
 		return e.cleanUp(ctx, t.ID)
+	}
+	// A live Ticket holds a stop's message only when a person continued
+	// it since: the job that held the lease before this one made the
+	// stopped work's last writes, so the stop is said before the new work
+	// writes anything.
+	if err := e.releaseHeld(ctx, t.ID); err != nil {
+		return err
+	}
+	switch {
 	case t.Pause != nil || t.Proposal:
 		// A person holds it, or nobody has accepted it yet: the resume or
 		// the acceptance enqueues the Executor again.

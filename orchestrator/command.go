@@ -88,13 +88,19 @@ func isCommand(s string) bool {
 // MayCommand reports why the author of card c may not command Ticket t,
 // or nil when they may: a person who is the Ticket's requester, passes
 // the gate where the card was written (the GitHub permission on its
-// repository, the allowed Feishu chats and members), or is an admin.
+// repository, the allowed Feishu chats and members), or is an admin. A
+// GitHub permission counts only on the Ticket's own repository: a card
+// written in another one (a Thread the Ticket follows there) commands it
+// only for its requester or an admin.
 func (o *Orchestrator) MayCommand(t tickets.Ticket, c tickets.Card) error {
 	if c.Author.Type != tickets.AuthorUser {
 		return errors.New("only people command Tickets")
 	}
 	if tickets.IsRequester(t, c) || o.cfg.Gate.Admin(c) == nil {
 		return nil
+	}
+	if c.Source == tickets.SourceGitHub && t.Repo != "" && !strings.EqualFold(t.Repo, c.Thread.Repo) {
+		return fmt.Errorf("%s wrote in %s, not in %s, ticket %d's repository, and is neither its requester nor an admin", tickets.Actor(c), c.Thread.Repo, t.Repo, t.ID)
 	}
 	if err := o.cfg.Gate.Author(c); err != nil {
 		return fmt.Errorf("%s is not the requester of ticket %d, nor an admin, and %w", tickets.Actor(c), t.ID, err)
@@ -337,7 +343,8 @@ func (o *Orchestrator) resumed(ctx context.Context, tx *db.Tx, t tickets.Ticket,
 
 // confirm enqueues the update of the Ticket's status card, records a
 // short confirmation under the person's command card, or
-// in the Ticket's original conversation, and schedules a turn to send it.
+// in the Ticket's original conversation, and schedules a turn to send it;
+// a stop's confirmation waits for the Executor to release it.
 func (o *Orchestrator) confirm(ctx context.Context, tx *db.Tx, t tickets.Ticket, c *tickets.Card, what, text string) error {
 	// A Ticket asked for in Feishu shows the change on its status card.
 	if err := o.wake.ShowCard(ctx, tx, t.ID); err != nil {
@@ -364,7 +371,16 @@ func (o *Orchestrator) confirm(ctx context.Context, tx *db.Tx, t tickets.Ticket,
 	if c != nil {
 		key = fmt.Sprintf("%s:ticket:%d:card:%d", what, t.ID, c.ID)
 	}
-	if err := o.record(ctx, tx, key, outbox.KindComment, card, t.ID, target, text); err != nil {
+	if target == "" {
+		return o.ScheduleTurn(ctx, tx)
+	}
+	// A stop is said only once the stopped Executor has made its last
+	// writes: the message is held until its job releases it
+	// (tickets.Store.ReleaseOutgoing), so nothing is written for the
+	// Ticket after it.
+	_, err = o.deps.Tickets.RecordIntent(ctx, tx, tickets.Outgoing{Key: key, TicketID: t.ID, CardID: card.ID,
+		Source: card.Source, Kind: outbox.KindComment, Target: target, Body: text, Held: what == CommandStop})
+	if err != nil {
 		return err
 	}
 	return o.ScheduleTurn(ctx, tx)

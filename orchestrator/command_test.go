@@ -115,7 +115,14 @@ func TestStopContinueAndRetryCommandsOnGitHub(t *testing.T) {
 		e.admit(t, card{number: 5, login: "carol", permission: "admin", addressed: true, text: "@superagent continue please"})
 		require.Equal(t, "github:carol", e.ticket(t, tk.ID).Continue.By)
 
-		// Each is said once, under the command.
+		// Each is said once, under the command: the stop once the
+		// Executor's job has released it.
+		e.model.Push(fakeopenai.Text("ok"))
+		e.turn(t)
+		require.Zero(t, e.said("Stopped ticket"), "the stop waits for the Executor's last writes")
+		released, err := e.store.ReleaseOutgoing(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, released)
 		e.model.Push(fakeopenai.Text("ok"))
 		e.turn(t)
 		require.Equal(t, 1, e.said("Stopped ticket", "github:bob", "this is the wrong approach", "nothing was closed", "@superagent continue"))

@@ -223,26 +223,71 @@ func TestParseCommand(t *testing.T) {
 	}
 }
 
-func TestStopNeedsAPersonsFollowUp(t *testing.T) {
+// TestStopNeedsAPersonsStopRequest holds orchestrator_stop to a person's
+// request to stop, given to the turn as a follow-up notice or as a
+// candidate, from someone who may command the Ticket on its own
+// repository — and to nothing else.
+func TestStopNeedsAPersonsStopRequest(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
+		seed.Installation(t, d, installation+1, "octo/other")
+		e.gh.SetPermission("octo/other", "bob", "read")
+		e.gh.SetPermission("octo/other", "carol", "write")
+		stop := func(id string, ticket int64) string {
+			t.Helper()
+			e.model.Push(fakeopenai.Calls(fakeopenai.Call(id, orchestrator.ToolStop, fmt.Sprintf(`{"ticket": %d, "reason": "asked to"}`, ticket))), fakeopenai.Text("ok"))
+			e.turn(t)
+			return e.toolResult(t, id)
+		}
 		c := e.admit(t, request(40, "rename the flag"))
 		e.model.Push(
 			fakeopenai.Calls(route("new", orchestrator.Decision{Candidate: c.ID, Action: "new", Title: "Rename flag"})),
 			fakeopenai.Calls(fakeopenai.Call("early", orchestrator.ToolStop, `{"ticket": 1, "reason": "seems done"}`)),
 			fakeopenai.Text("ok"))
 		e.turn(t)
-		require.Contains(t, e.toolResult(t, "early"), "refused: ticket 1 has no follow-up notice from a person")
+		require.Contains(t, e.toolResult(t, "early"), "refused: no card this turn was given is a person's request to stop ticket 1")
 
-		e.admit(t, card{number: 40, login: "alice", permission: "write", text: "never mind, we keep the old name"})
-		e.model.Push(fakeopenai.Calls(fakeopenai.Call("stop", orchestrator.ToolStop, `{"ticket": 1, "reason": "the requester withdrew it"}`)), fakeopenai.Text("ok"))
+		// The requester's thanks is a follow-up notice, and no stop.
+		e.admit(t, card{number: 40, login: "alice", permission: "write", text: "thanks!"})
+		require.Contains(t, stop("thanks", 1), "refused: no card this turn was given")
+		// A reader who did not ask may not stop it, however they say it.
+		e.admit(t, card{number: 40, login: "mallory", permission: "read", text: "please stop this"})
+		require.Contains(t, stop("reader", 1), "github:mallory is not the requester of ticket 1, nor an admin, and the author's permission on octo/repo is read")
+		require.Nil(t, e.ticket(t, 1).Stop)
+
+		// The requester withdraws it in a follow-up: stopped as theirs,
+		// said once under their card when the Executor releases it.
+		withdraw := e.admit(t, card{number: 40, login: "alice", permission: "write", text: "never mind, we keep the old name"})
+		e.model.Push(fakeopenai.Calls(fakeopenai.Call("stop", orchestrator.ToolStop, `{"ticket": 1, "reason": "withdrawn"}`),
+			fakeopenai.Call("again", orchestrator.ToolStop, `{"ticket": 1, "reason": "withdrawn"}`)), fakeopenai.Text("ok"))
 		e.turn(t)
-		require.Equal(t, "ok (ticket 1 stopped)", e.toolResult(t, "stop"))
-		got, err := e.store.Ticket(ctx, d, 1)
-		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("ok (ticket 1 stopped at github:alice's request, card %d)", withdraw.ID), e.toolResult(t, "stop"))
+		require.Equal(t, "ok (ticket 1 is already stopped)", e.toolResult(t, "again"))
+		got := e.ticket(t, 1)
 		require.Equal(t, tickets.TicketCancelled, got.State)
+		require.Equal(t, "github:alice", got.Stop.By)
+		// The Executor's job releases the held stop: it is said once.
+		_, err := e.store.ReleaseOutgoing(ctx, d, 1)
+		require.NoError(t, err)
+		e.model.Push(fakeopenai.Text("ok"))
+		e.turn(t)
+		require.Equal(t, 1, e.said("Stopped ticket 1", "github:alice"))
+
+		// A Ticket in another repository: a candidate elsewhere stops it
+		// only for someone with the gate's permission there.
+		var other tickets.Ticket
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
+			other, err = e.store.CreateTicket(ctx, tx, tickets.Ticket{Title: "Flaky test", Repo: "octo/other",
+				Mandate: tickets.Mandate{Source: tickets.SourceGitHub, Repos: []string{"octo/other"}}})
+			return err
+		}))
+		e.admit(t, card{number: 41, login: "bob", permission: "admin", addressed: true, text: "@superagent cancel the flaky test work in octo/other"})
+		require.Contains(t, stop("elsewhere", other.ID), fmt.Sprintf("bob's permission on octo/other, ticket %d's repository, is read; write or higher is needed", other.ID))
+		require.Nil(t, e.ticket(t, other.ID).Stop)
+		byWriter := e.admit(t, card{number: 42, login: "carol", permission: "read", addressed: true, text: "@superagent please stop the flaky test work in octo/other"})
+		require.Equal(t, fmt.Sprintf("ok (ticket %d stopped at github:carol's request, card %d)", other.ID, byWriter.ID), stop("writer", other.ID))
 	})
 }
 

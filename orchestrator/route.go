@@ -186,7 +186,11 @@ func (o *Orchestrator) newTicket(ctx context.Context, tx *db.Tx, c tickets.Card,
 	switch {
 	case len(d.Rules) == 0 && explicitErr != nil:
 		return "", refuse("%s", explicitErr)
-	case len(d.Rules) == 0 && !pol.ExplicitRequestExemption && len(pol.Enabled()) > 0:
+	case len(d.Rules) == 0 && !pol.ExplicitRequestExemption && len(pol.Enabled()) == 0:
+		// What the Policy section says: with the exemption off, only a
+		// rule admits, and none is enabled.
+		return "", refuse("the explicit-request exemption is off and no policy rule is enabled, so no request is admitted")
+	case len(d.Rules) == 0 && !pol.ExplicitRequestExemption:
 		return "", refuse("the explicit-request exemption is off: name the enabled policy rule that admits this request")
 	case explicitErr == nil:
 		for _, id := range d.Rules {

@@ -40,7 +40,7 @@ func (o *Orchestrator) registry() (*session.Registry, error) {
 		session.Spec[noteArgs]{Name: ToolNote, Check: o.checkNote, Handler: o.note,
 			Description: "Give a Ticket's Executor a fact from elsewhere, at most 100 words. It grants no authority."}.Tool(),
 		session.Spec[stopArgs]{Name: ToolStop, Idempotent: true, Handler: o.stop,
-			Description: "Stop a Ticket, only on a follow-up notice or a person's request."}.Tool(),
+			Description: "Stop a Ticket at a person's request to stop it that this turn was given (a candidate or a follow-up notice). The host checks the request and who made it."}.Tool(),
 		session.Spec[forwardArgs]{Name: ToolForward, Idempotent: true, Handler: o.forward,
 			Description: "Forward an Executor's human_action question unchanged to the person."}.Tool(),
 		session.Spec[promptsSaveArgs]{Name: ToolPromptsSave, Handler: o.promptsSave,
@@ -235,33 +235,6 @@ func (o *Orchestrator) note(ctx context.Context, _ session.Call, a noteArgs) (st
 		return "", err
 	}
 	return "ok", nil
-}
-
-type stopArgs struct {
-	Ticket int64  `json:"ticket"`
-	Reason string `json:"reason"`
-}
-
-func (o *Orchestrator) stop(ctx context.Context, _ session.Call, a stopArgs) (string, error) {
-	// A stop needs a delivered follow-up notice for the Ticket from a
-	// person: the only way a person's request reaches a Ticket's Thread.
-	var n int
-	err := o.deps.DB.QueryRow(ctx, `SELECT COUNT(*) FROM follow_up_notices n JOIN cards c ON c.id = n.card_id
-WHERE n.ticket_id = $1 AND n.delivered_at IS NOT NULL AND c.author_type = 'user'`, a.Ticket).Scan(&n)
-	if err != nil {
-		return "", fmt.Errorf("checking notices of ticket %d: %w", a.Ticket, err)
-	}
-	if n == 0 {
-		return "", session.Refuse("ticket %d has no follow-up notice from a person; stop only on one or on a person's request", a.Ticket)
-	}
-	if err := o.deps.Tickets.Cancel(ctx, o.deps.DB, a.Ticket); err != nil {
-		if errors.Is(err, tickets.ErrNotFound) {
-			return "", session.Refuse("there is no ticket %d", a.Ticket)
-		}
-		return "", err
-	}
-	o.cfg.Logger.Info("ticket stopped", "ticket", a.Ticket, "by", "main session")
-	return "ok (ticket " + strconv.FormatInt(a.Ticket, 10) + " stopped)", nil
 }
 
 type forwardArgs struct {

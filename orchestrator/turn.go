@@ -80,8 +80,9 @@ func (o *Orchestrator) turn(ctx context.Context, holder string) (TurnResult, err
 	if err != nil {
 		return res, err
 	}
+	ctx, given := withTurnCards(ctx)
 	for {
-		offered, ids, err := o.offer(ctx, sid)
+		offered, ids, err := o.offer(ctx, sid, given)
 		if err != nil {
 			return res, err
 		}
@@ -227,10 +228,13 @@ func (o *Orchestrator) setSession(ctx context.Context, sid int64) error {
 // offer appends what waits to the Session in one transaction and marks it
 // offered or delivered there. It reports whether anything was appended and
 // how many candidates.
-func (o *Orchestrator) offer(ctx context.Context, sid int64) (bool, []int64, error) {
+func (o *Orchestrator) offer(ctx context.Context, sid int64, given *turnCards) (bool, []int64, error) {
 	var (
 		offered bool
 		ids     []int64
+		// cardIDs are the candidates' and the notices' cards, once
+		// committed.
+		cardIDs []int64
 	)
 	err := o.deps.DB.InTx(ctx, func(tx *db.Tx) error {
 		st := o.deps.Tickets
@@ -292,14 +296,20 @@ func (o *Orchestrator) offer(ctx context.Context, sid int64) (bool, []int64, err
 			return err
 		}
 		offered = true
+		ids, cardIDs = nil, nil
 		for _, c := range cards {
 			ids = append(ids, c.ID)
+		}
+		cardIDs = append(cardIDs, ids...)
+		for _, n := range notices {
+			cardIDs = append(cardIDs, n.CardID)
 		}
 		return nil
 	})
 	if err != nil {
 		return false, nil, fmt.Errorf("offering waiting items to the main Session: %w", err)
 	}
+	given.add(cardIDs...)
 	return offered, ids, nil
 }
 

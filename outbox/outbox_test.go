@@ -120,6 +120,43 @@ func TestDeliverSendsEachPendingIntentOnce(t *testing.T) {
 	})
 }
 
+func TestHeldIntentWaitsUntilReleased(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		store := tickets.New(tickets.Config{})
+		box := &outbox.Box{DB: d, Tickets: store}
+		tk, err := store.CreateTicket(ctx, d, tickets.Ticket{Title: "Stop me"})
+		require.NoError(t, err)
+		other, err := store.CreateTicket(ctx, d, tickets.Ticket{Title: "Another"})
+		require.NoError(t, err)
+		for _, o := range []tickets.Outgoing{
+			{Key: "stop:1", TicketID: tk.ID, Held: true},
+			{Key: "stop:2", TicketID: other.ID, Held: true},
+			{Key: "question:1", TicketID: tk.ID},
+		} {
+			o.Source, o.Kind, o.Target, o.Body = tickets.SourceGitHub, outbox.KindComment, "octo/hello#issue:1", "text"
+			_, err := store.RecordIntent(ctx, d, o)
+			require.NoError(t, err)
+		}
+		held, err := store.TicketsWithHeldOutgoing(ctx, d)
+		require.NoError(t, err)
+		require.Equal(t, []int64{tk.ID, other.ID}, held)
+		r := &recorder{}
+		box.Deliver(ctx, r, time.Now(), nil)
+		require.Equal(t, []string{"question:1"}, r.sent, "a held intent is not sent")
+
+		n, err := store.ReleaseOutgoing(ctx, d, tk.ID)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+		box.Deliver(ctx, r, time.Now(), nil)
+		require.Equal(t, []string{"question:1", "stop:1"}, r.sent, "released, it is sent; the other Ticket's stays held")
+		held, err = store.TicketsWithHeldOutgoing(ctx, d)
+		require.NoError(t, err)
+		require.Equal(t, []int64{other.ID}, held)
+	})
+}
+
 func TestWords(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

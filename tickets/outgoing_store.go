@@ -39,19 +39,23 @@ type Outgoing struct {
 	Error  string `json:"error,omitempty"`
 	// Result is what a sent write produced (a URL, a number), kept so a
 	// retried call answers the same without writing again.
-	Result    string     `json:"result,omitempty"`
+	Result string `json:"result,omitempty"`
+	// Held keeps a pending intent from being sent until ReleaseOutgoing: a
+	// stop's acknowledgement waits for the stopped Executor's last
+	// writes.
+	Held      bool       `json:"held,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
 	SentAt    *time.Time `json:"sent_at,omitempty"`
 }
 
-const outgoingColumns = "id, intent_key, COALESCE(ticket_id, 0), COALESCE(card_id, 0), source, kind, target, body, state, error, result, created_at, sent_at"
+const outgoingColumns = "id, intent_key, COALESCE(ticket_id, 0), COALESCE(card_id, 0), source, kind, target, body, state, error, result, held, created_at, sent_at"
 
 func scanOutgoing(row scanner) (Outgoing, error) {
 	var (
 		o      Outgoing
 		sentAt sql.NullTime
 	)
-	err := row.Scan(&o.ID, &o.Key, &o.TicketID, &o.CardID, &o.Source, &o.Kind, &o.Target, &o.Body, &o.State, &o.Error, &o.Result, &o.CreatedAt, &sentAt)
+	err := row.Scan(&o.ID, &o.Key, &o.TicketID, &o.CardID, &o.Source, &o.Kind, &o.Target, &o.Body, &o.State, &o.Error, &o.Result, &o.Held, &o.CreatedAt, &sentAt)
 	if sentAt.Valid {
 		t := sentAt.Time.UTC()
 		o.SentAt = &t
@@ -62,13 +66,14 @@ func scanOutgoing(row scanner) (Outgoing, error) {
 
 func nullID(id int64) sql.NullInt64 { return sql.NullInt64{Int64: id, Valid: id != 0} }
 
-// RecordIntent stores an outgoing message as pending unless one with the
-// same key exists; either way it returns the stored intent.
+// RecordIntent stores an outgoing message as pending (held when o.Held)
+// unless one with the same key exists; either way it returns the stored
+// intent.
 func (s *Store) RecordIntent(ctx context.Context, q db.Querier, o Outgoing) (Outgoing, error) {
 	if _, err := q.Exec(ctx, `
-INSERT INTO outgoing_messages (intent_key, ticket_id, card_id, source, kind, target, body, state, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8) ON CONFLICT (intent_key) DO NOTHING`,
-		o.Key, nullID(o.TicketID), nullID(o.CardID), o.Source, o.Kind, o.Target, o.Body, s.nowUTC()); err != nil {
+INSERT INTO outgoing_messages (intent_key, ticket_id, card_id, source, kind, target, body, state, held, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9) ON CONFLICT (intent_key) DO NOTHING`,
+		o.Key, nullID(o.TicketID), nullID(o.CardID), o.Source, o.Kind, o.Target, o.Body, o.Held, s.nowUTC()); err != nil {
 		return Outgoing{}, fmt.Errorf("recording outgoing %q: %w", o.Key, err)
 	}
 	out, err := scanOutgoing(q.QueryRow(ctx, "SELECT "+outgoingColumns+" FROM outgoing_messages WHERE intent_key = $1", o.Key))
@@ -122,9 +127,30 @@ func (s *Store) Reclaim(ctx context.Context, q db.Querier, id int64, from string
 	return n > 0, nil
 }
 
-// PendingIntents lists intents not yet claimed, oldest first.
+// PendingIntents lists intents not yet claimed and not held, oldest
+// first.
 func (s *Store) PendingIntents(ctx context.Context, q db.Querier, limit int) ([]Outgoing, error) {
-	return s.listOutgoing(ctx, q, "WHERE state = 'pending' ORDER BY id LIMIT $1", limit)
+	return s.listOutgoing(ctx, q, "WHERE state = 'pending' AND held = FALSE ORDER BY id LIMIT $1", limit)
+}
+
+// ReleaseOutgoing lets the held intents of a Ticket be sent and reports how
+// many it released. The Executor calls it once the Ticket's last writes
+// are made: a stop's acknowledgement then comes after everything the
+// Ticket wrote.
+func (s *Store) ReleaseOutgoing(ctx context.Context, q db.Querier, ticketID int64) (int64, error) {
+	n, err := q.Exec(ctx, "UPDATE outgoing_messages SET held = FALSE WHERE ticket_id = $1 AND held = TRUE", ticketID)
+	if err != nil {
+		return 0, fmt.Errorf("releasing the held messages of ticket %d: %w", ticketID, err)
+	}
+	return n, nil
+}
+
+// TicketsWithHeldOutgoing lists the Tickets with held intents.
+func (s *Store) TicketsWithHeldOutgoing(ctx context.Context, q db.Querier) ([]int64, error) {
+	return queryAll(ctx, q, "listing tickets with held messages", func(r scanner) (int64, error) {
+		var id int64
+		return id, r.Scan(&id)
+	}, "SELECT DISTINCT ticket_id FROM outgoing_messages WHERE held = TRUE AND ticket_id IS NOT NULL ORDER BY ticket_id")
 }
 
 // Outgoings lists every message recorded for a Ticket, oldest first.

@@ -233,9 +233,10 @@ func TestLabeledIssueToMergedPullRequest(t *testing.T) {
 
 // TestStopCommandMidSession stops a Ticket with "@superagent stop" while
 // its Executor's model is thinking: the push the model asks for next is
-// refused, the stop is said once under the command, and after that
-// acknowledgement nothing more is written on GitHub but the progress
-// comment's edit to "stopped" (the host's record of the stop itself).
+// refused, and the stop is said once under the command, held back until
+// the Executor's job has made its last writes (the progress comment's
+// edit to "stopped", the deletion of its checkpoint ref), so nothing at
+// all is written on GitHub after that acknowledgement.
 func TestStopCommandMidSession(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
@@ -313,22 +314,27 @@ func TestStopCommandMidSession(t *testing.T) {
 			}
 		}
 		progress := regexp.MustCompile(`^/repos/` + helloRepo + `/issues/comments/[0-9]+$`)
-		for _, r := range reqs[ack+1:] {
-			// Reads, and the deletion of the ended Ticket's checkpoint ref
-			// (a git read, then a push of that ref only), write nothing.
-			gitRead := strings.HasSuffix(r.Path, "/git-upload-pack")
-			wipDelete := strings.HasSuffix(r.Path, "/git-receive-pack") && strings.Contains(string(r.Body), " refs/superagent/wip/1\x00")
-			if r.Method == http.MethodGet || gitRead || wipDelete {
-				continue
+		edited, wipDeleted := -1, -1
+		for i, r := range reqs {
+			write := r.Method != http.MethodGet && !strings.HasSuffix(r.Path, "/git-upload-pack")
+			if i > ack {
+				// Reads only: a git fetch, a GET.
+				require.False(t, write, "nothing is written after the acknowledgement: %s %s %s", r.Method, r.Path, r.Body)
 			}
-			require.True(t, r.Method == http.MethodPatch && progress.MatchString(r.Path) && strings.Contains(string(r.Body), "stopped"),
-				"after the acknowledgement only the progress comment says it stopped: %s %s %s", r.Method, r.Path, r.Body)
+			if r.Method == http.MethodPatch && progress.MatchString(r.Path) && strings.Contains(string(r.Body), "stopped") {
+				edited = i
+			}
+			if strings.HasSuffix(r.Path, "/git-receive-pack") && strings.Contains(string(r.Body), strings.Repeat("0", 40)+" refs/superagent/wip/1\x00") {
+				wipDeleted = i
+			}
 		}
+		require.Positive(t, edited, "the progress comment says it stopped")
+		require.Less(t, edited, ack, "before the acknowledgement")
+		require.Positive(t, wipDeleted, "the checkpoint ref is deleted")
+		require.Less(t, wipDeleted, ack, "before the acknowledgement")
 		require.Zero(t, gh.Pushes(helloRepo, "refs/heads/superagent/ticket-1"), "the push asked for after the stop never happened")
-		waitFor(t, time.Minute, "the stopped Ticket's checkpoint ref to be deleted", func() bool {
-			_, err := exec.Command("git", "--git-dir", bare, "rev-parse", "--verify", "--quiet", "refs/superagent/wip/1").Output()
-			return err != nil
-		})
+		_, err := exec.Command("git", "--git-dir", bare, "rev-parse", "--verify", "--quiet", "refs/superagent/wip/1").Output()
+		require.Error(t, err, "the stopped Ticket's checkpoint ref is gone")
 		require.Empty(t, gh.PullRequests(helloRepo))
 		require.Contains(t, string(reqs[ack].Body), "I will do it myself")
 		var refused int

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/cgi"
 	"os"
@@ -276,8 +277,27 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 	contents := s.tokenPerms[pass]["contents"]
 	s.mu.Unlock()
 	parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/git/"), "/", 3) // owner, repo.git, rest
-	if scope != nil && (len(parts) < 2 || !scope[strings.ToLower(strings.TrimSuffix(parts[1], ".git"))]) {
+	if len(parts) < 2 {
 		http.Error(w, "Repository not found.", http.StatusNotFound)
+		return
+	}
+	fullName := parts[0] + "/" + strings.TrimSuffix(parts[1], ".git")
+	pushing := strings.HasSuffix(r.URL.Path, "/git-receive-pack") || r.URL.Query().Get("service") == "git-receive-pack"
+	// A person's fork: public to read; the App pushes only where a pull
+	// request's author allows edits by maintainers (forkPush).
+	var refs []string
+	if strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+		raw, _ := io.ReadAll(r.Body)
+		r.Body = readCloser{bytes.NewReader(raw)}
+		refs = pushedRefs(raw)
+	}
+	fork, forkAllowed := s.forkPush(fullName, scope, refs)
+	if scope != nil && !fork && !scope[strings.ToLower(strings.TrimSuffix(parts[1], ".git"))] {
+		http.Error(w, "Repository not found.", http.StatusNotFound)
+		return
+	}
+	if fork && pushing && !forkAllowed {
+		http.Error(w, "Permission to "+fullName+".git denied to superagent[bot].", http.StatusForbidden)
 		return
 	}
 	if !ok || user != "x-access-token" || !known {
@@ -319,6 +339,9 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 		},
 	}
 	h.ServeHTTP(w, r)
+	if fork && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+		s.mirrorFork(fullName)
+	}
 }
 
 type readCloser struct{ *bytes.Reader }
