@@ -201,6 +201,9 @@ func TestScenarios(t *testing.T) {
 	}
 	for _, sc := range loadScenarios(t) {
 		t.Run(sc.name, func(t *testing.T) {
+			// Each day has fakes, processes and databases of its own; most
+			// of a replay is waiting for the service to settle.
+			t.Parallel()
 			databases(t, func(t *testing.T, dbURL string) {
 				newReplay(t, sc.name, sc.scenario, dbURL).run()
 			})
