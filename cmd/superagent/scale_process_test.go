@@ -39,6 +39,13 @@ func TestScaleOut(t *testing.T) {
 	}
 	dbURL := postgresURL(t)
 	gh, _ := typoRepo(t)
+	// One process, a quarter of the load, is the baseline. Every request is
+	// on an issue of its own, there before the first pull request, so that
+	// pull requests are numbered after them, as on GitHub.
+	alone := max(tickets/4, 2)
+	for n := 1; n <= alone+tickets; n++ {
+		gh.AddIssue(helloRepo, n, fmt.Sprintf("Typo in the README, report %d", n), "This projetc says hello.", "Codertocat")
+	}
 	model := scriptedModel(t, readmeFixer)
 	const secret, token = "scale-webhook-secret", "scale-admin-token-0123456789"
 	env := func() map[string]string { return serviceEnv(t, dbURL, gh, model, secret, token) }
@@ -65,8 +72,6 @@ func TestScaleOut(t *testing.T) {
 		return time.Since(begin)
 	}
 
-	// One process, a quarter of the load, as the baseline.
-	alone := max(tickets/4, 2)
 	took := run(alone)
 	t.Logf("1 process: %d Tickets in %s: %.1f Tickets/min", alone, took.Round(time.Second), float64(alone)/took.Minutes())
 
