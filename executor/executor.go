@@ -66,6 +66,12 @@ type Config struct {
 	// anyone the gate admits in the repository, admins. Default: only the
 	// requester.
 	MayCommand func(t tickets.Ticket, c tickets.Card) error
+	// MayWorkIn reports why a Ticket without a repository may not be
+	// given repo now (a *session.Refusal the model reads), or nil: the
+	// gate applied to its requester at that moment. Use the main
+	// Session's (orchestrator.Orchestrator.RequesterMayWorkIn). Default:
+	// none, and repository_set refuses.
+	MayWorkIn func(ctx context.Context, t tickets.Ticket, repo string) error
 	// Environment is the deployment-wide part of the Environment section;
 	// each Ticket's facts follow it.
 	Environment []promptparts.Var

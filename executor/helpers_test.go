@@ -68,6 +68,8 @@ type env struct {
 	// repoEnv, when set, is the Executor's store of setup scripts and
 	// secrets.
 	repoEnv *repoenv.Store
+	// mayWorkIn, when set, is the gate repository_set applies.
+	mayWorkIn func(ctx context.Context, t tickets.Ticket, repo string) error
 }
 
 type syncBuffer struct {
@@ -142,7 +144,7 @@ func (e *env) executor(t *testing.T) *executor.Executor {
 	logger := slog.New(secret.NewHandler(slog.NewTextHandler(e.logs, nil), e.scrub))
 	e.reg = prometheus.NewRegistry()
 	x, err := executor.New(executor.Config{Logger: logger, LeaseTTL: 3 * time.Second, Registerer: e.reg,
-		NoProgress: !e.progress, PublicURL: e.publicURL, Session: e.session},
+		NoProgress: !e.progress, PublicURL: e.publicURL, Session: e.session, MayWorkIn: e.mayWorkIn},
 		executor.Deps{DB: e.d, Tickets: e.store, Wake: e.wake, Prompts: e.prompts, Model: client, Scrubber: e.scrub,
 			Workspaces: ws, GitHub: e.ghc, Feishu: e.fsc, RepoEnv: e.repoEnv})
 	require.NoError(t, err)
@@ -161,13 +163,22 @@ func (e *env) request(t *testing.T, text string) (tickets.Ticket, tickets.Card) 
 // ticketOf makes card c a Ticket in repo, as the main Session would.
 func (e *env) ticketOf(t *testing.T, c tickets.Card, title string) tickets.Ticket {
 	t.Helper()
+	return e.ticketIn(t, c, title, repo)
+}
+
+// ticketIn makes card c a Ticket in repository in ("" for none yet).
+func (e *env) ticketIn(t *testing.T, c tickets.Card, title, in string) tickets.Ticket {
+	t.Helper()
 	ctx := context.Background()
 	var tk tickets.Ticket
 	require.NoError(t, e.d.InTx(ctx, func(tx *db.Tx) error {
 		author := c.Author
+		m := tickets.Mandate{RequestedBy: &author, Source: c.Source, Actions: []string{"reply", "branch", "pull_request"}}
+		if in != "" {
+			m.Repos = []string{in}
+		}
 		var err error
-		tk, err = e.store.CreateTicket(ctx, tx, tickets.Ticket{Title: title, Repo: repo, SourceCardID: c.ID,
-			Mandate: tickets.Mandate{RequestedBy: &author, Source: "github", Repos: []string{repo}, Actions: []string{"reply", "branch", "pull_request"}}})
+		tk, err = e.store.CreateTicket(ctx, tx, tickets.Ticket{Title: title, Repo: in, SourceCardID: c.ID, Mandate: m})
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/policy"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
@@ -24,6 +25,11 @@ func (e *Executor) promptInput(ctx context.Context, ticketID int64) (promptparts
 		return promptparts.Input{}, err
 	}
 	in.Environment = append(in.Environment, facts...)
+	repos, err := e.repoFacts(ctx, t)
+	if err != nil {
+		return promptparts.Input{}, err
+	}
+	in.Environment = append(in.Environment, repos...)
 	if ws, err := e.deps.Workspaces.Open(t.ID); err == nil {
 		dirs, err := e.workedDirs(ctx, t.ID)
 		if err != nil {
@@ -65,6 +71,9 @@ func (e *Executor) environment(t tickets.Ticket) []promptparts.Var {
 	add("Ticket", strconv.FormatInt(t.ID, 10)+": "+t.Title)
 	add("Origin", t.Origin)
 	add("Repository", t.Repo)
+	if t.Repo == "" {
+		add("Repository", "none yet: no workspace, and nothing to write to on GitHub until a person names one and repository_set sets it")
+	}
 	if t.Repo != "" {
 		add("Branch", e.workBranch(t))
 		add("Workspace", "a clone of "+t.Repo+" at "+workspaceMount+" (commands run there, isolated, without network unless configured)")
@@ -85,6 +94,41 @@ func (e *Executor) environment(t tickets.Ticket) []promptparts.Var {
 		add("Admitted by rules", strings.Join(t.Rules, ", "))
 	}
 	return vars
+}
+
+// maxRepoFacts bounds the installed repositories a Ticket without one is
+// shown (and the ones repository_set looks a name up among).
+const maxRepoFacts = 30
+
+// repoFacts lists, for a Ticket without a repository, the repositories
+// the App is installed on, one a line, so the Executor can ask which one
+// is meant in their own names. Descriptions are outside text, cut short.
+func (e *Executor) repoFacts(ctx context.Context, t tickets.Ticket) ([]promptparts.Var, error) {
+	if t.Repo != "" {
+		return nil, nil
+	}
+	repos, more, err := githubapp.Repositories(ctx, e.deps.DB, "", maxRepoFacts)
+	if err != nil {
+		return nil, err
+	}
+	lines := make([]string, 0, len(repos)+1)
+	for _, r := range repos {
+		line := r.FullName
+		if d := strings.Join(strings.Fields(r.Description), " "); d != "" {
+			if len([]rune(d)) > 120 {
+				d = string([]rune(d)[:120]) + "…"
+			}
+			line += ": " + d
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		lines = append(lines, "(none: the GitHub App is not installed on any repository)")
+	}
+	if more {
+		lines = append(lines, fmt.Sprintf("… more than %d; a person's answer may name another", maxRepoFacts))
+	}
+	return []promptparts.Var{{Name: "Installed repositories", Value: strings.Join(lines, "\n")}}, nil
 }
 
 // workspaceMount is where the sandbox shows the workspace to commands.

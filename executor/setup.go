@@ -19,21 +19,32 @@ import (
 // Session (and shown on the Ticket page) and is not fatal; it is not tried
 // again for the same Ticket and script.
 func (e *Executor) setUp(ctx context.Context, t tickets.Ticket, sid int64) error {
+	note, err := e.runSetup(ctx, t, sid)
+	if err != nil || note == "" {
+		return err
+	}
+	_, err = e.sessions.Append(ctx, e.deps.DB, sid, note)
+	return err
+}
+
+// runSetup runs the setup setUp describes and returns what the Session
+// must be told of a failure ("" when there is nothing to tell).
+func (e *Executor) runSetup(ctx context.Context, t tickets.Ticket, sid int64) (string, error) {
 	ws, err := e.deps.Workspaces.Open(t.ID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	script, source, tooBig, err := e.setupScript(ctx, ws)
 	if err != nil || script == nil {
-		return err
+		return "", err
 	}
 	hash := workspace.ScriptHash(script)
 	prev, had, err := e.deps.RepoEnv.Ticket(ctx, e.deps.DB, t.ID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if had && prev.ScriptSHA256 == hash && (!prev.OK || e.deps.Workspaces.SetupCache(t.Repo, hash) != "") {
-		return nil
+		return "", nil
 	}
 	o := repoenv.Outcome{TicketID: t.ID, Source: source, ScriptSHA256: hash, ExitCode: -1}
 	if tooBig != nil {
@@ -42,27 +53,26 @@ func (e *Executor) setUp(ctx context.Context, t tickets.Ticket, sid int64) error
 		env, _ := e.secretEnv(ctx, t)
 		res, err := ws.Setup(ctx, t.Repo, script, env)
 		if err != nil {
-			return fmt.Errorf("setting up ticket %d: %w", t.ID, err)
+			return "", fmt.Errorf("setting up ticket %d: %w", t.ID, err)
 		}
 		o.Cached, o.OK, o.ExitCode, o.TimedOut, o.OverQuota, o.Duration = res.Cached, res.OK, res.ExitCode, res.TimedOut, res.OverQuota, res.Duration
 		o.Tail = e.deps.Scrubber.Scrub(res.Tail)
 	}
 	if err := e.deps.RepoEnv.Record(ctx, e.deps.DB, o); err != nil {
-		return err
+		return "", err
 	}
 	if o.Cached {
 		e.cfg.Logger.Info("setup cache hit", "ticket", t.ID, "session", sid, "repo", t.Repo, "source", source, "script_sha256", hash)
-		return nil
+		return "", nil
 	}
 	e.cfg.Logger.Info("setup ran", "ticket", t.ID, "session", sid, "repo", t.Repo, "source", source, "script_sha256", hash,
 		"ok", o.OK, "exit_code", o.ExitCode, "timed_out", o.TimedOut, "over_quota", o.OverQuota, "duration", o.Duration)
 	if o.OK {
-		return nil
+		return "", nil
 	}
-	_, err = e.sessions.Append(ctx, e.deps.DB, sid, fmt.Sprintf("host: %s. Commands run without its cache (no /cache); "+
+	return fmt.Sprintf("host: %s. Commands run without its cache (no /cache); "+
 		"set up what you need yourself if you can, and say so in your report. The end of its output:\n```\n%s\n```",
-		o.Describe(), strings.ReplaceAll(o.Tail, "```", "'''")))
-	return err
+		o.Describe(), strings.ReplaceAll(o.Tail, "```", "'''")), nil
 }
 
 // setupScript returns the setup script of the Ticket's repository and

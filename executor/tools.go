@@ -101,6 +101,11 @@ func (e *Executor) tools() []session.Tool {
 			Description: "Hand back a message (card id) that is beyond this Ticket, with the reason; it goes back to the main Session once every Ticket it reached has handed it back or ended."}.Tool(),
 		session.Spec[humanActionArgs]{Name: ToolHumanAction, Check: e.checkHumanAction, Handler: e.humanAction,
 			Description: "Ask a person one concrete question only a person can answer. It is asked under message (a card id) if given, else in the Ticket's original conversation. Authorized work can continue meanwhile."}.Tool(),
+		session.Spec[repositorySetArgs]{Name: ToolRepositorySet, Idempotent: true, Handler: e.repositorySet,
+			Description: "Set the repository of a Ticket that has none, once, after a person named it: message is the card id of their message " +
+				"(usually their answer to your human_action question). The host checks that the person who asked for the Ticket may have work done " +
+				"there, then clones it and runs its setup, so your workspace and GitHub tools work for the rest of the Session. " +
+				"A refusal says why and sets nothing; never try repositories in turn, ask."}.Tool(),
 		session.Spec[promptsReadArgs]{Name: ToolPromptsRead, Idempotent: true, Handler: e.promptsRead,
 			Description: "Read the prompt of a revision this Ticket's Sessions worked under."}.Tool(),
 		session.Spec[skillArgs]{Name: ToolSkillLoad, Idempotent: true, Handler: e.skill,

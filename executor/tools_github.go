@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -389,18 +388,9 @@ func (e *Executor) reviewReply(ctx context.Context, call session.Call, a reviewR
 func (e *Executor) postReviewReply(ctx context.Context, gh *github.Client, o tickets.Outgoing, repo string, number int, root int64) (string, error) {
 	owner, name, _ := strings.Cut(repo, "/")
 	return e.write(ctx, o, func(ctx context.Context) (string, error) {
-		// The documented reply endpoint, not go-github's
-		// CreateCommentInReplyTo: that posts {body, in_reply_to} to
-		// .../pulls/{n}/comments, which GitHub's description requires to
-		// carry commit_id and path as well.
-		u := fmt.Sprintf("repos/%s/%s/pulls/%d/comments/%d/replies", url.PathEscape(owner), url.PathEscape(name), number, root)
-		req, err := gh.NewRequest(http.MethodPost, u, map[string]string{"body": o.Body})
+		c, err := outbox.ReviewReply(ctx, gh, repo, number, root, o.Body)
 		if err != nil {
-			return "", fmt.Errorf("replying to review comment %d: %w", root, err)
-		}
-		c := new(github.PullRequestComment)
-		if _, err := gh.Do(ctx, req, c); err != nil {
-			return "", fmt.Errorf("replying to review comment %d: %w", root, err)
+			return "", err
 		}
 		return c.GetHTMLURL(), nil
 	}, func(ctx context.Context) (string, bool, error) {

@@ -203,6 +203,9 @@ func (e *Executor) execute(ctx context.Context, ticketID int64) error {
 	if err != nil {
 		why = "error"
 	}
+	if now, rerr := st.Ticket(ctx, e.deps.DB, t.ID); rerr == nil {
+		t = now // repository_set may have given it its repository
+	}
 	e.cfg.Logger.Info("executor stopped", "ticket", t.ID, "session", last, "repo", t.Repo, "why", why)
 	return err
 }

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
@@ -27,14 +26,12 @@ func (o *Orchestrator) reactionTarget(ctx context.Context, q db.Querier, c ticke
 	return "", nil
 }
 
-// messageTarget says where a message about a card goes: its issue or pull
-// request conversation, or under its Feishu message.
+// messageTarget says where a message about a card goes, under the message
+// that prompted it: in its review thread (a review comment), else on its
+// issue or pull request conversation, or as a reply in its Feishu thread.
 func (o *Orchestrator) messageTarget(ctx context.Context, q db.Querier, c tickets.Card) (string, error) {
 	if c.Source == tickets.SourceGitHub {
-		if c.Thread.Number > 0 {
-			return c.Thread.Repo + "#issue:" + strconv.Itoa(c.Thread.Number), nil
-		}
-		return "", nil
+		return outbox.MessageTarget(c), nil
 	}
 	return o.reactionTarget(ctx, q, c)
 }

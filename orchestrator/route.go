@@ -22,7 +22,7 @@ type Decision struct {
 	Ticket    int64    `json:"ticket,omitempty" jsonschema_description:"attach: the Ticket"`
 	Reference string   `json:"reference,omitempty" jsonschema_description:"attach: the card's explicit reference that belongs to the Ticket (owner/repo#12, owner/repo@branch, feishu:message/<id>)"`
 	Title     string   `json:"title,omitempty" jsonschema_description:"new: a short title"`
-	Repo      string   `json:"repo,omitempty" jsonschema_description:"new: owner/name of the repository to work in"`
+	Repo      string   `json:"repo,omitempty" jsonschema_description:"new: owner/name of the repository to work in; attach: the repository the card names for a Ticket that has none yet (set once, for its requester)"`
 	Rules     []string `json:"rules,omitempty" jsonschema_description:"new, inferred: the enabled policy rule ids that admit it"`
 	Note      string   `json:"note,omitempty" jsonschema_description:"routing facts for the Executor, at most 30 words"`
 }
@@ -85,8 +85,13 @@ func (o *Orchestrator) decide(ctx context.Context, d Decision, pol policy.Policy
 	}
 	// Asking GitHub for a permission takes a network round trip: before
 	// the transaction, which on SQLite holds the only write lock.
-	if d.Action == "new" {
+	switch {
+	case d.Action == "new":
 		if err := o.gateTarget(ctx, d); err != nil {
+			return "", err
+		}
+	case d.Action == "attach" && strings.TrimSpace(d.Repo) != "":
+		if err := o.gateAttachRepo(ctx, d); err != nil {
 			return "", err
 		}
 	}
@@ -293,8 +298,15 @@ func (o *Orchestrator) attach(ctx context.Context, tx *db.Tx, c tickets.Card, d 
 	if err := Attach(c, d.Reference, facts); err != nil {
 		return "", refuse("%s", err)
 	}
+	set, err := o.setRepoOnAttach(ctx, tx, t, d)
+	if err != nil {
+		return "", err
+	}
 	if err := o.place(ctx, tx, c, t, d.Note); err != nil {
 		return "", err
+	}
+	if set {
+		return fmt.Sprintf("ok (attached to ticket %d, which now works in %s)", t.ID, strings.TrimSpace(d.Repo)), nil
 	}
 	return fmt.Sprintf("ok (attached to ticket %d)", t.ID), nil
 }
@@ -342,9 +354,8 @@ func (o *Orchestrator) facts(ctx context.Context, q db.Querier, t tickets.Ticket
 
 // gateTarget checks that the person who asked may open work in repo, the
 // Ticket's target: a request made on GitHub passed the gate in its own
-// repository; another repository needs the same permission there, read
-// from GitHub. The model's choice of repository never widens what the
-// person may do.
+// repository; another repository goes through MayWorkIn. A repository
+// the App is not installed on is left to newTicket, which refuses it.
 func (o *Orchestrator) gateTarget(ctx context.Context, d Decision) error {
 	c, err := o.deps.Tickets.Card(ctx, o.deps.DB, d.Candidate)
 	if err != nil {
@@ -358,16 +369,5 @@ func (o *Orchestrator) gateTarget(ctx context.Context, d Decision) error {
 	if err != nil || inst == 0 {
 		return err // newTicket refuses a repository the App is not installed on
 	}
-	if o.deps.Permissions == nil {
-		return refuse("%s asked in %s; opening work in %s needs their permission there, which this service cannot read", c.Author.Login, c.Thread.Repo, repo)
-	}
-	owner, name, _ := strings.Cut(repo, "/")
-	level, err := o.deps.Permissions.Level(ctx, inst, owner, name, c.Author.Login)
-	if err != nil {
-		return fmt.Errorf("reading %s's permission on %s: %w", c.Author.Login, repo, err)
-	}
-	if !o.cfg.Gate.Allows(level) {
-		return refuse("%s's permission on %s is %s; %s or higher is needed to open work there", c.Author.Login, repo, level, o.cfg.Gate.need())
-	}
-	return nil
+	return asRefusal(o.MayWorkIn(ctx, o.deps.DB, c, repo))
 }

@@ -3,6 +3,8 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,7 +17,8 @@ import (
 var (
 	issueCommentURL = regexp.MustCompile(`#issuecomment-([0-9]+)$`)
 	pullCommentURL  = regexp.MustCompile(`#discussion_r([0-9]+)$`)
-	githubTarget    = regexp.MustCompile(`^([^/\s]+)/([^#\s]+)#(issue|issue_comment|pull_comment):([0-9]+)$`)
+	githubTarget    = regexp.MustCompile(`^([^/\s]+)/([^#\s]+)#(issue|issue_comment|pull_comment):([0-9]+)(?:/review_thread:([0-9]+))?$`)
+	reviewThreadKey = regexp.MustCompile(`/review-thread/([0-9]+)$`)
 )
 
 // ReactionTarget says where a reaction to a GitHub card goes, as an
@@ -35,10 +38,27 @@ func ReactionTarget(c tickets.Card) string {
 	return ""
 }
 
-// gitHubTarget is a parsed outgoing GitHub target.
+// MessageTarget says where a message about a GitHub card goes, as an
+// outgoing target: under the card's review comment, as a reply in its
+// review thread (owner/name#issue:N/review_thread:ROOT), else on its
+// issue or pull request conversation (#issue:N); "" when the card has no
+// conversation (a push, a check failure on a branch).
+func MessageTarget(c tickets.Card) string {
+	if c.Thread.Number <= 0 {
+		return ""
+	}
+	target := c.Thread.Repo + "#issue:" + strconv.Itoa(c.Thread.Number)
+	if m := reviewThreadKey.FindStringSubmatch(c.Thread.Key); m != nil {
+		target += "/review_thread:" + m[1]
+	}
+	return target
+}
+
+// gitHubTarget is a parsed outgoing GitHub target; thread is the root
+// comment of a review thread the message replies in, or 0.
 type gitHubTarget struct {
 	owner, repo, what string
-	id                int64
+	id, thread        int64
 }
 
 func parseGitHubTarget(target string) (gitHubTarget, error) {
@@ -47,7 +67,14 @@ func parseGitHubTarget(target string) (gitHubTarget, error) {
 		return gitHubTarget{}, fmt.Errorf("unusable GitHub target %q", target)
 	}
 	id, _ := strconv.ParseInt(t[4], 10, 64)
-	return gitHubTarget{owner: t[1], repo: t[2], what: t[3], id: id}, nil
+	out := gitHubTarget{owner: t[1], repo: t[2], what: t[3], id: id}
+	if t[5] != "" {
+		if t[3] != "issue" {
+			return gitHubTarget{}, fmt.Errorf("unusable GitHub target %q: a review thread is named under its pull request (#issue:N)", target)
+		}
+		out.thread, _ = strconv.ParseInt(t[5], 10, 64)
+	}
+	return out, nil
 }
 
 // React adds content (eyes, +1, …) as gh to a target ReactionTarget
@@ -82,6 +109,28 @@ func Comment(ctx context.Context, gh *github.Client, repo string, number int, bo
 		return "", fmt.Errorf("commenting on %s#%d: %w", repo, number, err)
 	}
 	return c.GetHTMLURL(), nil
+}
+
+// ReviewReply writes body as gh as a reply in the review thread whose
+// first comment is root, on pull request number of repo (owner/name),
+// and returns the reply. It uses GitHub's documented reply endpoint
+// (POST /repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies),
+// not go-github's CreateCommentInReplyTo: that posts {body, in_reply_to}
+// to .../pulls/{n}/comments, which GitHub's description requires to carry
+// commit_id and path as well. GitHub takes no reply to a reply: root must
+// be the thread's first comment.
+func ReviewReply(ctx context.Context, gh *github.Client, repo string, number int, root int64, body string) (*github.PullRequestComment, error) {
+	owner, name, _ := strings.Cut(repo, "/")
+	u := fmt.Sprintf("repos/%s/%s/pulls/%d/comments/%d/replies", url.PathEscape(owner), url.PathEscape(name), number, root)
+	req, err := gh.NewRequest(http.MethodPost, u, map[string]string{"body": body})
+	if err != nil {
+		return nil, fmt.Errorf("replying to review comment %d: %w", root, err)
+	}
+	c := new(github.PullRequestComment)
+	if _, err := gh.Do(ctx, req, c); err != nil {
+		return nil, fmt.Errorf("replying to review comment %d: %w", root, err)
+	}
+	return c, nil
 }
 
 // FindComment looks for a comment on the conversation of number that

@@ -85,6 +85,12 @@ func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
 		if lerr != nil {
 			return lerr
 		}
+		if t.thread != 0 {
+			// Asked under a review comment: answered in its review
+			// thread, not the pull request's conversation.
+			_, err = ReviewReply(ctx, gh, t.owner+"/"+t.repo, int(t.id), t.thread, line+"\n\n"+o.Body)
+			break
+		}
 		_, err = Comment(ctx, gh, t.owner+"/"+t.repo, int(t.id), line+"\n\n"+o.Body)
 	default:
 		return fmt.Errorf("cannot send a %s to %s", o.Kind, o.Target)

@@ -500,3 +500,40 @@ func (s *Store) StopCheck(q db.Querier, ticketID int64) func(ctx context.Context
 		return false, ""
 	}
 }
+
+// ErrHasRepository is returned by SetRepository for a Ticket whose
+// repository is already set: it is set once and never changed.
+var ErrHasRepository = errors.New("ticket already has a repository")
+
+// SetRepository gives a Ticket without a repository its repository
+// (owner/name), which becomes the only one its Mandate names. The caller
+// has checked that the requester may have work done there. A Ticket that
+// has one refuses with ErrHasRepository, even when it is the same, and an
+// ended one with ErrEnded; nothing changes then.
+func (s *Store) SetRepository(ctx context.Context, q db.Querier, id int64, repo string) (Ticket, error) {
+	t, err := s.Ticket(ctx, q, id)
+	if err != nil {
+		return Ticket{}, err
+	}
+	switch {
+	case t.Repo != "":
+		return Ticket{}, fmt.Errorf("setting the repository of ticket %d to %s: it works in %s: %w", id, repo, t.Repo, ErrHasRepository)
+	case Ended(t.State):
+		return Ticket{}, fmt.Errorf("setting the repository of ticket %d: %w", id, ErrEnded)
+	}
+	t.Mandate.Repos = []string{repo}
+	mandateJSON, err := json.Marshal(t.Mandate)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("encoding the mandate of ticket %d: %w", id, err)
+	}
+	// repo = '' in the statement: of two callers at once, one sets it.
+	n, err := q.Exec(ctx, `UPDATE tickets SET repo = $2, mandate = $3, updated_at = $4 WHERE id = $1 AND repo = ''`,
+		id, repo, string(mandateJSON), s.nowUTC())
+	if err != nil {
+		return Ticket{}, fmt.Errorf("setting the repository of ticket %d: %w", id, err)
+	}
+	if n == 0 {
+		return Ticket{}, fmt.Errorf("setting the repository of ticket %d to %s: %w", id, repo, ErrHasRepository)
+	}
+	return s.Ticket(ctx, q, id)
+}

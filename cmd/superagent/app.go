@@ -207,6 +207,7 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 		ReviewBots:  cfg.ReviewBots,
 		PublicURL:   cfg.PublicURL,
 		MayCommand:  a.orchestrator.MayCommand,
+		MayWorkIn:   a.orchestrator.RequesterMayWorkIn,
 		Environment: env,
 		Registerer:  a.registry,
 		Logger:      a.logger,

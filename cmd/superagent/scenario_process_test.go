@@ -823,6 +823,8 @@ func (r *replay) route(req fakeopenai.Request) fakeopenai.Reply {
 	return fakeopenai.Calls(calls...)
 }
 
+// forwardable finds, in a main Session turn, the Reports the host says may
+// be forwarded as they are.
 var forwardable = regexp.MustCompile(`orchestrator_forward \{"report": ([0-9]+)\}`)
 
 var assignment = regexp.MustCompile(`Assignment: ticket [0-9]+ "([^"]*)"`)
