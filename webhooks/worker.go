@@ -11,6 +11,7 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/githubapp"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -121,6 +122,9 @@ func (s *Service) processGitHub(ctx context.Context, d Delivery, attempt int) er
 
 	c := ev.Card
 	c.DeliveryID = d.ID
+	if c.Author.Type == tickets.AuthorUser && c.Author.Login != "" {
+		c.Author.Name = s.personName(ctx, people.KindGitHub, c.Author.Login, c.Author.Name)
+	}
 	if c.Author.Type == tickets.AuthorUser && c.Author.Login != "" {
 		perm, err := s.perms.Level(ctx, ev.InstallationID, c.Owner, c.Name, c.Author.Login)
 		if err != nil {
