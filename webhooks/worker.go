@@ -11,8 +11,8 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/githubapp"
-	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/tickets"
 )
 

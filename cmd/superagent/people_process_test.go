@@ -176,7 +176,7 @@ func TestFeishuMemberOpensWorkOnlyAfterLinkingGitHub(t *testing.T) {
 		require.Equal(t, http.StatusOK, status, page)
 		require.Contains(t, page, "@rita-gh</strong> is now linked to <strong>Rita")
 		// A second browser cannot finish a flow it did not start.
-		status, _ = readBody(browserClient(t).Get(base+"/oauth/github/callback?code=x&state="+url.QueryEscape(tok.Query().Get("t"))))
+		status, _ = readBody(browserClient(t).Get(base + "/oauth/github/callback?code=x&state=" + url.QueryEscape(tok.Query().Get("t"))))
 		require.Equal(t, http.StatusBadRequest, status)
 
 		var everyone []map[string]any
@@ -282,11 +282,11 @@ func TestPanelSignInWithGitHubAndPeopleFile(t *testing.T) {
 		signIn := func(login string) (*http.Client, int, string) {
 			c := browserClient(t)
 			gh.SignInBrowser(login)
-			status, page := readBody(c.Get(base+"/admin/signin/github?next=/admin/prompts"))
+			status, page := readBody(c.Get(base + "/admin/signin/github?next=/admin/prompts"))
 			return c, status, page
 		}
 		savePrompt := func(c *http.Client, words string) int {
-			_, page := readBody(c.Get(base+"/admin/"))
+			_, page := readBody(c.Get(base + "/admin/"))
 			m := csrfInPage.FindStringSubmatch(page)
 			require.NotNil(t, m, "a signed-in page carries the CSRF token")
 			status, _ := readBody(c.PostForm(base+"/admin/prompts/runtime/work",
@@ -304,7 +304,7 @@ func TestPanelSignInWithGitHubAndPeopleFile(t *testing.T) {
 		require.Contains(t, page, "Signed in as <strong>Bob (@bob-gh)</strong>")
 		require.Equal(t, http.StatusForbidden, savePrompt(bob, "Members write no prompts."))
 		require.Zero(t, versions(), "the member's save changed nothing")
-		status, _ = readBody(bob.Get(base+"/admin/people"))
+		status, _ = readBody(bob.Get(base + "/admin/people"))
 		require.Equal(t, http.StatusOK, status, "members see the people")
 
 		ada, status, page := signIn("ada-gh")
