@@ -69,7 +69,7 @@ func TestFeishuMemberOpensWorkOnlyAfterLinkingGitHub(t *testing.T) {
 			}
 			refused := false
 			for _, m := range req.Messages {
-				refused = refused || strings.Contains(m.Content, "refused:")
+				refused = refused || m.Role == "tool" && strings.Contains(m.Content, "refused:")
 			}
 			var decisions []map[string]any
 			for _, c := range candidates(last.Content) {
@@ -153,7 +153,7 @@ func TestFeishuMemberOpensWorkOnlyAfterLinkingGitHub(t *testing.T) {
 		shown := false
 		for _, r := range model.Requests() {
 			for _, m := range r.Messages {
-				shown = shown || strings.Contains(m.Content, "refused: Rita has no linked GitHub login")
+				shown = shown || m.Role == "tool" && strings.Contains(m.Content, "refused: Rita has no linked GitHub login")
 			}
 		}
 		require.True(t, shown, "the model reads the refusal")
