@@ -82,10 +82,11 @@ func newPanelWith(t testing.TB, d *db.DB, defaults fs.FS, deps Deps, cfg Config)
 	adm, err := New(cfg, d, prompts, deps)
 	require.NoError(t, err)
 	hs := httpserver.New(httpserver.Config{Authenticators: []httpserver.Authenticator{
-		httpserver.BearerToken{Token: testToken}, adm.Authenticator(),
+		httpserver.BearerToken{Token: testToken, Actor: TokenActor}, adm.Authenticator(),
 	}})
 	prompts.Routes(hs.API)
 	adm.Routes(hs.Root)
+	adm.PeopleAPI().Routes(hs.API)
 	srv := httptest.NewServer(hs)
 	t.Cleanup(srv.Close)
 	// Live streams end first, as main's shutdown ends them.
