@@ -150,13 +150,16 @@ func TestFeishuMemberOpensWorkOnlyAfterLinkingGitHub(t *testing.T) {
 		require.Equal(t, 1, strings.Count(strings.TrimSpace(text.Text), ". ")+1, "one sentence: %s", text.Text)
 		require.Contains(t, text.Text, "Rita has no linked GitHub login and this chat does not open "+helloRepo)
 		require.Empty(t, tickets())
-		shown := false
-		for _, r := range model.Requests() {
-			for _, m := range r.Messages {
-				shown = shown || m.Role == "tool" && strings.Contains(m.Content, "refused: Rita has no linked GitHub login")
+		waitFor(t, time.Minute, "the model to read the refusal", func() bool {
+			for _, r := range model.Requests() {
+				for _, m := range r.Messages {
+					if m.Role == "tool" && strings.Contains(m.Content, "refused: Rita has no linked GitHub login") {
+						return true
+					}
+				}
 			}
-		}
-		require.True(t, shown, "the model reads the refusal")
+			return false
+		})
 		var note string
 		require.NoError(t, openDB(t, dbURL).QueryRow(context.Background(), `SELECT route_refusal FROM cards WHERE author_id = $1`, cardRequester).Scan(&note))
 		require.Contains(t, note, "no linked GitHub login", "the refusal is recorded on the card")
