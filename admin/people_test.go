@@ -148,3 +148,30 @@ func TestPeopleMembersReadAdminsChange(t *testing.T) {
 		require.Equal(t, []string{actionPersonDelete, actionPersonUpdate, actionPersonCreate}, actions)
 	})
 }
+
+// The chats page sets the repositories a chat opens to its members; a
+// malformed one is refused and nothing changes.
+func TestChatReposFromThePanel(t *testing.T) {
+	d := dbtest.SQLite(t)
+	p := chatsPanel(t, d)
+	c := p.client(t)
+	c.signIn("Ada")
+	csrf := c.csrf()
+	res := c.post("/admin/chats", url.Values{"csrf": {csrf}, "chat_id": {teamChat}, "op": {"repos"}, "repos": {"octo/repo, octo/other"}})
+	require.Equal(t, http.StatusSeeOther, res.status, res.body)
+	res = c.post("/admin/chats", url.Values{"csrf": {csrf}, "chat_id": {teamChat}, "op": {"repos"}, "repos": {"not a repo"}})
+	require.Equal(t, http.StatusBadRequest, res.status)
+	var repos string
+	require.NoError(t, d.QueryRow(context.Background(), `SELECT repos FROM feishu_chats WHERE chat_id = $1`, teamChat).Scan(&repos))
+	require.Equal(t, "octo/other octo/repo", repos)
+	require.Contains(t, c.get("/admin/chats").body, `value="octo/other octo/repo"`)
+	entries, err := p.admin.audit.list(context.Background(), d, 1)
+	require.NoError(t, err)
+	require.Equal(t, auditEntry{ID: entries[0].ID, CreatedAt: entries[0].CreatedAt, Actor: "Ada", Action: actionChatRepos,
+		Target: "feishu_chat:" + teamChat, Detail: "octo/other octo/repo"}, entries[0])
+
+	member := p.client(t)
+	member.signInAs("Bob (@bob)", people.RoleMember)
+	res = member.post("/admin/chats", url.Values{"csrf": {member.csrf()}, "chat_id": {teamChat}, "op": {"repos"}, "repos": {""}})
+	require.Equal(t, http.StatusForbidden, res.status)
+}
