@@ -37,6 +37,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/internal/secret"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/promptparts/trial"
 	"github.com/superagent-dev/superagent/session"
@@ -78,6 +79,17 @@ type Config struct {
 	// Rand is the source of session ids and CSRF tokens. Default
 	// crypto/rand.Reader.
 	Rand io.Reader
+	// OAuth is the GitHub App's user authorization, for signing in with
+	// GitHub and for Feishu users linking their GitHub login. Nil or
+	// without a client id and secret: both are off.
+	OAuth *people.OAuth
+	// PublicURL is the service's public base (SUPERAGENT_PUBLIC_URL); the
+	// OAuth callback is PublicURL/oauth/github/callback. Required with
+	// OAuth.
+	PublicURL string
+	// AdminGitHubLogins sign in with GitHub as admins even without a
+	// person record (SUPERAGENT_ADMIN_GITHUB_LOGINS).
+	AdminGitHubLogins []string
 }
 
 // Deps are the optional read sides the Ticket pages use. A nil field hides
@@ -108,6 +120,9 @@ type Deps struct {
 	// RepoEnv holds the team's default setup script, the repositories'
 	// secrets and the Tickets' setup outcomes; nil hides the setup page.
 	RepoEnv *repoenv.Store
+	// People is who is who; nil hides the people page and turns GitHub
+	// sign-in off.
+	People *people.Store
 }
 
 // Admin is the panel.
@@ -174,6 +189,10 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 //	GET, POST  /admin/chats (Feishu chats and their proactive admission)
 //	GET        /admin/activity
 //	GET, POST  /admin/setup (the default setup script, repository secrets)
+//	GET, POST  /admin/people (who is who; changes by admins)
+//	GET        /admin/signin/github (sign in with GitHub)
+//	GET        /oauth/github/callback (GitHub's OAuth redirect)
+//	GET, POST  /oauth/github/link (a Feishu user links their GitHub login)
 //	*          /admin/jobs/ (River UI)
 //
 // Everything but sign-in and the static files requires a session; every
@@ -186,6 +205,7 @@ func (a *Admin) Routes(r chi.Router) {
 		r.Handle("/static/*", http.StripPrefix("/admin/static/", http.FileServerFS(a.static)))
 		r.Get("/signin", a.handle(a.getSignIn))
 		r.Post("/signin", a.handle(a.postSignIn))
+		r.Get("/signin/github", a.handle(a.getSignInGitHub))
 		r.Group(func(r chi.Router) {
 			r.Use(a.requireSession)
 			r.Post("/signout", a.handle(a.postSignOut))
@@ -215,11 +235,19 @@ func (a *Admin) Routes(r chi.Router) {
 			r.Get("/chats", a.handle(a.getChats))
 			r.Post("/chats", a.handle(a.postChats))
 			r.Get("/activity", a.handle(a.getActivity))
+			r.Get("/people", a.handle(a.getPeople))
+			r.Post("/people", a.handle(a.postPeople))
 			r.Get("/setup", a.handle(a.getSetup))
 			r.Post("/setup", a.handle(a.postSetup))
 			r.Handle("/jobs", http.RedirectHandler("/admin/jobs/", http.StatusMovedPermanently))
 			r.Handle("/jobs/*", a.jobs())
 		})
+	})
+	r.Route("/oauth/github", func(r chi.Router) {
+		r.Use(cop.Handler, noStore)
+		r.Get("/callback", a.handle(a.getOAuthCallback))
+		r.Get("/link", a.handle(a.getLink))
+		r.Post("/link", a.handle(a.postLink))
 	})
 }
 

@@ -9,9 +9,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/people"
 )
 
 // CookieName is the panel's session cookie. Its path is "/" so that the
@@ -26,11 +26,9 @@ const CSRFHeader = "X-CSRF-Token"
 // csrfField is the name of the hidden form field with the CSRF token.
 const csrfField = "csrf"
 
-// defaultActor is the name recorded for someone who gave none at sign-in.
-const defaultActor = "admin"
-
-// maxActorLength bounds the display name given at sign-in.
-const maxActorLength = 64
+// TokenActor is the name the activity log records for changes made with
+// the admin token, in the panel or on /api: nobody names themselves.
+const TokenActor = "admin token"
 
 type sessionKey struct{}
 
@@ -51,7 +49,9 @@ type CookieAuthenticator struct {
 
 var _ httpserver.Authenticator = (*CookieAuthenticator)(nil)
 
-// Authenticate returns the name given at sign-in for a live session.
+// Authenticate returns the session's person (or "admin token") for a live
+// session. A member's session reads, and steers Tickets; it does not
+// authenticate any other change.
 func (c *CookieAuthenticator) Authenticate(r *http.Request) (string, bool) {
 	s, ok := c.a.sessionOf(r)
 	if !ok {
@@ -60,7 +60,24 @@ func (c *CookieAuthenticator) Authenticate(r *http.Request) (string, bool) {
 	if !safeMethod(r.Method) && !tokensEqual(r.Header.Get(CSRFHeader), s.CSRF) {
 		return "", false
 	}
+	if !safeMethod(r.Method) && !s.admin() && !steering(r.URL.Path) {
+		return "", false
+	}
 	return s.Actor, true
+}
+
+// steering reports whether path is a Ticket control a member may use:
+// pause, resume, stop, continue or retry a Ticket, or sign out.
+func steering(path string) bool {
+	if path == "/admin/signout" {
+		return true
+	}
+	for _, prefix := range []string{"/admin/tickets/", "/api/tickets/"} {
+		if rest, ok := strings.CutPrefix(path, prefix); ok && rest != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func safeMethod(m string) bool {
@@ -118,16 +135,23 @@ func (a *Admin) requireSession(next http.Handler) http.Handler {
 				return
 			}
 		}
+		if !s.admin() && !safeMethod(r.Method) && !steering(r.URL.Path) {
+			a.handle(func(http.ResponseWriter, *http.Request) error {
+				return httpserver.Errorf(http.StatusForbidden, "Only an admin can change this; members see the panel and steer Tickets. Nothing was changed.")
+			})(w, r)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }
 
 // signInData is the sign-in page.
 type signInData struct {
-	Name  string
 	Next  string
 	Error string
 	Ended bool
+	// GitHub shows the "Sign in with GitHub" button.
+	GitHub bool
 }
 
 func (a *Admin) getSignIn(w http.ResponseWriter, r *http.Request) error {
@@ -137,12 +161,12 @@ func (a *Admin) getSignIn(w http.ResponseWriter, r *http.Request) error {
 	}
 	return a.render(w, r, http.StatusOK, "signin.html", pageData{
 		Title: "Sign in",
-		Data:  signInData{Next: safeNext(r.URL.Query().Get("next")), Ended: r.URL.Query().Get("signed_out") != ""},
+		Data: signInData{Next: safeNext(r.URL.Query().Get("next")), Ended: r.URL.Query().Get("signed_out") != "",
+			GitHub: a.cfg.OAuth.Enabled()},
 	})
 }
 
 func (a *Admin) postSignIn(w http.ResponseWriter, r *http.Request) error {
-	name := strings.TrimSpace(r.PostFormValue("name"))
 	next := safeNext(r.PostFormValue("next"))
 	token := r.PostFormValue("token")
 	now := a.cfg.Now()
@@ -153,35 +177,34 @@ func (a *Admin) postSignIn(w http.ResponseWriter, r *http.Request) error {
 			httpserver.SetRetryAfter(w, wait)
 			return a.render(w, r, http.StatusTooManyRequests, "signin.html", pageData{
 				Title: "Sign in",
-				Data: signInData{Name: name, Next: next, Error: fmt.Sprintf(
+				Data: signInData{Next: next, GitHub: a.cfg.OAuth.Enabled(), Error: fmt.Sprintf(
 					"Too many wrong tokens from your address. Wait %s and try again.", minutesText(wait))},
 			})
 		}
 		return a.render(w, r, http.StatusUnauthorized, "signin.html", pageData{
 			Title: "Sign in",
-			Data:  signInData{Name: name, Next: next, Error: "That is not the admin token."},
+			Data:  signInData{Next: next, GitHub: a.cfg.OAuth.Enabled(), Error: "That is not the admin token."},
 		})
 	}
-	if name == "" {
-		name = defaultActor
-	}
-	if utf8.RuneCountInString(name) > maxActorLength || strings.ContainsAny(name, "\r\n\t") {
-		return a.render(w, r, http.StatusUnprocessableEntity, "signin.html", pageData{
-			Title: "Sign in",
-			Data:  signInData{Name: name, Next: next, Error: "Give a name of at most 64 characters on one line."},
-		})
-	}
+	return a.startSession(w, r, panelSession{Actor: TokenActor, Role: people.RoleAdmin}, "admin token", next)
+}
+
+// startSession signs who in: a new session, its audit entry (how names
+// the way they signed in) and the cookie, then on to next.
+func (a *Admin) startSession(w http.ResponseWriter, r *http.Request, who panelSession, how, next string) error {
+	now := a.cfg.Now()
 	// Expired sessions are few; dropping them here needs no background job.
 	if err := a.sessions.purge(r.Context(), a.db, now); err != nil {
 		return err
 	}
-	id, s, err := a.sessions.create(r.Context(), a.db, a.cfg.Rand, name, now, a.cfg.SessionTTL)
+	id, s, err := a.sessions.create(r.Context(), a.db, a.cfg.Rand, who, now, a.cfg.SessionTTL)
 	if err != nil {
 		return err
 	}
-	if err := a.audit.record(r.Context(), a.db, auditEntry{CreatedAt: now, Actor: name, Action: actionSignIn}); err != nil {
+	if err := a.audit.record(r.Context(), a.db, auditEntry{CreatedAt: now, Actor: who.Actor, Action: actionSignIn, Detail: how + ", " + who.Role}); err != nil {
 		return err
 	}
+	a.cfg.Logger.Info("panel sign-in", "actor", who.Actor, "role", who.Role, "how", how)
 	http.SetCookie(w, &http.Cookie{
 		Name:     CookieName,
 		Value:    id,

@@ -29,6 +29,8 @@ func TestSignInAndOut(t *testing.T) {
 		require.Contains(t, res.body, "That is not the admin token.")
 		require.Empty(t, res.header.Values("Set-Cookie"))
 
+		// A name typed at sign-in is not believed: the token signs in as
+		// "admin token".
 		res = c.post("/admin/signin", url.Values{"token": {testToken}, "name": {"Ada"}, "next": {"/admin/prompts"}})
 		require.Equal(t, http.StatusSeeOther, res.status)
 		require.Equal(t, "/admin/prompts", res.location)
@@ -42,14 +44,14 @@ func TestSignInAndOut(t *testing.T) {
 		// Only the id's hash is stored.
 		id := strings.TrimPrefix(strings.SplitN(cookie, ";", 2)[0], CookieName+"=")
 		var n int
-		require.NoError(t, d.QueryRow(context.Background(), `SELECT COUNT(*) FROM admin_sessions WHERE id_sha256 = $1 AND actor = 'Ada'`, hashID(id)).Scan(&n))
+		require.NoError(t, d.QueryRow(context.Background(), `SELECT COUNT(*) FROM admin_sessions WHERE id_sha256 = $1 AND actor = 'admin token' AND role = 'admin'`, hashID(id)).Scan(&n))
 		require.Equal(t, 1, n)
 		require.NoError(t, d.QueryRow(context.Background(), `SELECT COUNT(*) FROM admin_sessions WHERE id_sha256 = $1`, id).Scan(&n))
 		require.Zero(t, n)
 
 		res = c.get("/admin/prompts")
 		require.Equal(t, http.StatusOK, res.status)
-		require.Contains(t, res.body, "Signed in as <strong>Ada</strong>")
+		require.Contains(t, res.body, "Signed in as <strong>admin token</strong>")
 
 		// An outside redirect target is ignored.
 		require.Equal(t, "/admin/", safeNext("https://evil.example/"))
@@ -70,8 +72,9 @@ func TestSignInAndOut(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, entries, 2)
 		require.Equal(t, actionSignOut, entries[0].Action)
-		require.Equal(t, "Ada", entries[0].Actor)
+		require.Equal(t, TokenActor, entries[0].Actor)
 		require.Equal(t, actionSignIn, entries[1].Action)
+		require.Equal(t, TokenActor, entries[1].Actor)
 	})
 }
 
@@ -96,13 +99,13 @@ func TestSignInGuessingIsLimited(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, p.client(t).post("/admin/signin", url.Values{"token": {"guess"}}).status)
 }
 
-func TestSignInWithoutNameRecordsAdmin(t *testing.T) {
+func TestTokenSignInRecordsAdminToken(t *testing.T) {
 	t.Parallel()
 	p := newPanel(t, dbtest.SQLite(t), promptparts.BuiltinDefaults(), Deps{})
 	c := p.client(t)
-	c.signIn("")
+	c.signInToken()
 	res := c.get("/admin/")
-	require.Contains(t, res.body, "Signed in as <strong>admin</strong>")
+	require.Contains(t, res.body, "Signed in as <strong>admin token</strong>")
 }
 
 func TestFormsWithoutCSRFTokenAreRefused(t *testing.T) {

@@ -14,7 +14,11 @@ import (
 type FeishuChats interface {
 	FeishuChats(ctx context.Context) ([]webhooks.FeishuChat, error)
 	SetProactive(ctx context.Context, chatID string, on bool, by string) (webhooks.FeishuChat, error)
+	SetChatRepos(ctx context.Context, chatID string, repos []string, by string) (webhooks.FeishuChat, error)
 }
+
+// actionChatRepos records the repositories a chat opens being set.
+const actionChatRepos = "feishu_chat_repos"
 
 // actionProactive records a chat opted in to proactive admission or out.
 const actionProactive = "feishu_chat_proactive"
@@ -44,6 +48,22 @@ func (a *Admin) postChats(w http.ResponseWriter, r *http.Request) error {
 	if !strings.HasPrefix(id, "oc_") || len(id) > 100 {
 		return httpserver.Errorf(http.StatusBadRequest, "The chat id must be a Feishu chat id (oc_…).")
 	}
+	actor := currentSession(ctx).Actor
+	if r.PostFormValue("op") == "repos" {
+		repos := splitList(r.PostFormValue("repos"))
+		if _, err := webhooks.CheckRepos(repos); err != nil {
+			return httpserver.Errorf(http.StatusBadRequest, "%s. Nothing was changed.", err)
+		}
+		c, err := a.deps.Chats.SetChatRepos(ctx, id, repos, actor)
+		if err != nil {
+			return err
+		}
+		if err := a.audit.record(ctx, a.db, auditEntry{CreatedAt: a.cfg.Now(), Actor: actor, Action: actionChatRepos, Target: "feishu_chat:" + id,
+			Detail: strings.Join(c.Repos, " ")}); err != nil {
+			return err
+		}
+		return redirect(w, r, withQuery("/admin/chats", "done", "repos"))
+	}
 	var on bool
 	switch r.PostFormValue("proactive") {
 	case "on":
@@ -52,7 +72,6 @@ func (a *Admin) postChats(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return httpserver.Errorf(http.StatusBadRequest, "Choose on or off.")
 	}
-	actor := currentSession(ctx).Actor
 	if _, err := a.deps.Chats.SetProactive(ctx, id, on, actor); err != nil {
 		return err
 	}

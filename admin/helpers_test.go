@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/promptparts"
 )
 
@@ -80,23 +82,32 @@ func newPanelWith(t testing.TB, d *db.DB, defaults fs.FS, deps Deps, cfg Config)
 	adm, err := New(cfg, d, prompts, deps)
 	require.NoError(t, err)
 	hs := httpserver.New(httpserver.Config{Authenticators: []httpserver.Authenticator{
-		httpserver.BearerToken{Token: testToken}, adm.Authenticator(),
+		httpserver.BearerToken{Token: testToken, Actor: TokenActor}, adm.Authenticator(),
 	}})
 	prompts.Routes(hs.API)
 	adm.Routes(hs.Root)
+	adm.PeopleAPI().Routes(hs.API)
 	srv := httptest.NewServer(hs)
 	t.Cleanup(srv.Close)
 	// Live streams end first, as main's shutdown ends them.
 	t.Cleanup(adm.CloseStreams)
-	return &panel{srv: srv, admin: adm, prompts: prompts, db: d}
+	pn := &panel{srv: srv, admin: adm, prompts: prompts, db: d}
+	panels.Store(srv.URL, pn)
+	t.Cleanup(func() { panels.Delete(srv.URL) })
+	return pn
 }
+
+// panels finds a running test panel by its URL, for the browser tests'
+// sign-in.
+var panels sync.Map
 
 // client is a browser-like HTTP client: a cookie jar, no automatic
 // redirects, so tests see each 303.
 type client struct {
-	t    testing.TB
-	base string
-	http *http.Client
+	t     testing.TB
+	base  string
+	http  *http.Client
+	panel *panel
 }
 
 func (p *panel) client(t testing.TB) *client {
@@ -104,7 +115,7 @@ func (p *panel) client(t testing.TB) *client {
 	require.NoError(t, err)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	t.Cleanup(c.CloseIdleConnections)
-	return &client{t: t, base: p.srv.URL, http: c}
+	return &client{t: t, base: p.srv.URL, http: c, panel: p}
 }
 
 type response struct {
@@ -141,7 +152,28 @@ func (c *client) post(path string, form url.Values) response {
 
 func (c *client) signIn(name string) {
 	c.t.Helper()
-	res := c.post("/admin/signin", url.Values{"name": {name}, "token": {testToken}, "next": {"/admin/"}})
+	c.signInAs(name, people.RoleAdmin)
+}
+
+// signInAs gives the client the session a GitHub sign-in gives the person
+// name with role (the flow itself is TestGitHubSignIn's), and records the
+// sign-in as that flow does.
+func (c *client) signInAs(name, role string) {
+	c.t.Helper()
+	a := c.panel.admin
+	ctx := context.Background()
+	id, _, err := a.sessions.create(ctx, a.db, a.cfg.Rand, panelSession{Actor: name, Role: role}, a.cfg.Now(), a.cfg.SessionTTL)
+	require.NoError(c.t, err)
+	require.NoError(c.t, a.audit.record(ctx, a.db, auditEntry{CreatedAt: a.cfg.Now(), Actor: name, Action: actionSignIn, Detail: "github, " + role}))
+	u, err := url.Parse(c.base)
+	require.NoError(c.t, err)
+	c.http.Jar.SetCookies(u, []*http.Cookie{{Name: CookieName, Value: id, Path: "/"}})
+}
+
+// signInToken signs in with the admin token through the form.
+func (c *client) signInToken() {
+	c.t.Helper()
+	res := c.post("/admin/signin", url.Values{"token": {testToken}, "next": {"/admin/"}})
 	require.Equal(c.t, http.StatusSeeOther, res.status, res.body)
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/people"
 )
 
 // panelSession is one signed-in browser.
@@ -20,7 +21,16 @@ type panelSession struct {
 	Actor     string
 	CSRF      string
 	ExpiresAt time.Time
+	// PersonID is the person who signed in with GitHub; 0 for the admin
+	// token.
+	PersonID int64
+	// Role is people.RoleAdmin or people.RoleMember.
+	Role string
 }
+
+// admin reports whether the session may change prompts, policy, people
+// and settings.
+func (s panelSession) admin() bool { return s.Role == people.RoleAdmin }
 
 // errNoSession is returned for a cookie that names no live session.
 var errNoSession = errors.New("no such session, or it expired or was revoked")
@@ -44,7 +54,7 @@ func hashID(id string) string {
 
 // create stores a new session and returns the cookie's id, which only the
 // browser keeps.
-func (sessionStore) create(ctx context.Context, q db.Querier, rnd io.Reader, actor string, now time.Time, ttl time.Duration) (string, panelSession, error) {
+func (sessionStore) create(ctx context.Context, q db.Querier, rnd io.Reader, who panelSession, now time.Time, ttl time.Duration) (string, panelSession, error) {
 	id, err := randomToken(rnd, 32)
 	if err != nil {
 		return "", panelSession{}, fmt.Errorf("creating panel session: %w", err)
@@ -53,9 +63,13 @@ func (sessionStore) create(ctx context.Context, q db.Querier, rnd io.Reader, act
 	if err != nil {
 		return "", panelSession{}, fmt.Errorf("creating panel session: %w", err)
 	}
-	s := panelSession{IDSHA256: hashID(id), Actor: actor, CSRF: csrf, ExpiresAt: now.Add(ttl).UTC()}
-	_, err = q.Exec(ctx, `INSERT INTO admin_sessions (id_sha256, actor, csrf_token, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5)`, s.IDSHA256, s.Actor, s.CSRF, now.UTC(), s.ExpiresAt)
+	s := panelSession{IDSHA256: hashID(id), Actor: who.Actor, CSRF: csrf, ExpiresAt: now.Add(ttl).UTC(), PersonID: who.PersonID, Role: who.Role}
+	var person *int64
+	if s.PersonID != 0 {
+		person = &s.PersonID
+	}
+	_, err = q.Exec(ctx, `INSERT INTO admin_sessions (id_sha256, actor, csrf_token, created_at, expires_at, person_id, role)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, s.IDSHA256, s.Actor, s.CSRF, now.UTC(), s.ExpiresAt, person, s.Role)
 	if err != nil {
 		return "", panelSession{}, fmt.Errorf("creating panel session: %w", err)
 	}
@@ -66,8 +80,9 @@ func (sessionStore) create(ctx context.Context, q db.Querier, rnd io.Reader, act
 func (sessionStore) lookup(ctx context.Context, q db.Querier, id string, now time.Time) (panelSession, error) {
 	s := panelSession{IDSHA256: hashID(id)}
 	var revoked *time.Time
-	err := q.QueryRow(ctx, `SELECT actor, csrf_token, expires_at, revoked_at FROM admin_sessions WHERE id_sha256 = $1`,
-		s.IDSHA256).Scan(&s.Actor, &s.CSRF, &s.ExpiresAt, &revoked)
+	var person *int64
+	err := q.QueryRow(ctx, `SELECT actor, csrf_token, expires_at, revoked_at, person_id, role FROM admin_sessions WHERE id_sha256 = $1`,
+		s.IDSHA256).Scan(&s.Actor, &s.CSRF, &s.ExpiresAt, &revoked, &person, &s.Role)
 	if errors.Is(err, db.ErrNoRows) {
 		return panelSession{}, errNoSession
 	}
@@ -76,6 +91,9 @@ func (sessionStore) lookup(ctx context.Context, q db.Querier, id string, now tim
 	}
 	if revoked != nil || !now.Before(s.ExpiresAt) {
 		return panelSession{}, errNoSession
+	}
+	if person != nil {
+		s.PersonID = *person
 	}
 	return s, nil
 }

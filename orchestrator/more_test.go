@@ -111,6 +111,11 @@ func TestFeishuRequestAcknowledgedAndPausedByButton(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
+		// The team's chat opens octo/repo to its members.
+		e.deps = func(deps *orchestrator.Deps) {
+			deps.ChatRepos = func(context.Context, db.Querier, string) ([]string, error) { return []string{"octo/repo"}, nil }
+		}
+		e.o = e.orchestrator(t)
 		body, err := os.ReadFile("../internal/feishu/testdata/im.message.receive_v1.group_mention.json")
 		require.NoError(t, err)
 		var ev struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/outbox"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -44,6 +45,10 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Gate says who may start work and who may save prompts.
 	Gate Gate
+	// LinkURL is the link that lets the Feishu user openID prove their
+	// GitHub login, offered when the gate refuses them for the lack of
+	// one. Nil: no link is offered.
+	LinkURL func(openID string) string
 	// BotLogin is how people address the bot in GitHub comments
 	// ("superagent" for "@superagent pause"). Default "superagent".
 	BotLogin string
@@ -81,6 +86,13 @@ type Deps struct {
 	// githubapp.PermissionCache), for the gate on a Ticket's target
 	// repository. Nil: a request may open work only in its own repository.
 	Permissions Permissions
+	// People resolves a Feishu requester to the GitHub logins they hold.
+	// Nil: a Feishu requester opens work only in the repositories their
+	// chat opens.
+	People *people.Store
+	// ChatRepos reads the repositories a Feishu chat opens to its members.
+	// Nil: none.
+	ChatRepos ChatRepos
 }
 
 // Permissions reads login's permission level on owner/name through an

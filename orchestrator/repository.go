@@ -21,8 +21,8 @@ var repoName = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 // meets a Ticket's target repository. The App must be installed there;
 // only a person's request reaches a repository; a GitHub author needs the
 // gate's permission on repo, read from GitHub now; a Feishu author must
-// pass the gate where they asked. The model's choice of repository never
-// widens what the person may do. A refusal is a *session.Refusal, whose
+// pass the gate where they asked and FeishuRequesterMayOpen for repo. The
+// model's choice of repository never widens what the person may do. A refusal is a *session.Refusal, whose
 // reason the model reads; any other error is a failure to check.
 func (o *Orchestrator) MayWorkIn(ctx context.Context, q db.Querier, c tickets.Card, repo string) error {
 	if !repoName.MatchString(repo) {
@@ -55,6 +55,12 @@ func (o *Orchestrator) MayWorkIn(ctx context.Context, q db.Querier, c tickets.Ca
 	case tickets.SourceFeishu:
 		if err := o.cfg.Gate.Author(c); err != nil {
 			return session.Refuse("%s may not have work done in %s: %s", tickets.Actor(c), repo, err)
+		}
+		var r *refusal
+		if err := o.FeishuRequesterMayOpen(ctx, c, repo); errors.As(err, &r) {
+			return session.Refuse("%s", r.reason)
+		} else if err != nil {
+			return err
 		}
 		return nil
 	}

@@ -354,14 +354,20 @@ func (o *Orchestrator) facts(ctx context.Context, q db.Querier, t tickets.Ticket
 
 // gateTarget checks that the person who asked may open work in repo, the
 // Ticket's target: a request made on GitHub passed the gate in its own
-// repository; another repository goes through MayWorkIn. A repository
-// the App is not installed on is left to newTicket, which refuses it.
+// repository; another repository goes through MayWorkIn, and a request
+// made on Feishu through FeishuRequesterMayOpen (which also tells the
+// person a refusal). A repository the App is not installed on is left to
+// newTicket, which refuses it. The model's choice of repository never
+// widens what the person may do.
 func (o *Orchestrator) gateTarget(ctx context.Context, d Decision) error {
 	c, err := o.deps.Tickets.Card(ctx, o.deps.DB, d.Candidate)
 	if err != nil {
 		return nil //nolint:nilerr // decide refuses a card that is not there
 	}
 	repo := strings.TrimSpace(d.Repo)
+	if c.Source == tickets.SourceFeishu && repo != "" && c.State == tickets.CardCandidate {
+		return o.gateFeishuTarget(ctx, c, repo)
+	}
 	if c.Source != tickets.SourceGitHub || c.Author.Type != tickets.AuthorUser || repo == "" || strings.EqualFold(repo, c.Thread.Repo) {
 		return nil
 	}

@@ -54,3 +54,36 @@ ON CONFLICT (open_id) DO UPDATE SET name = excluded.name, fetched_at = excluded.
 	}
 	return name
 }
+
+// feishuPerson returns the name a Feishu sender's card shows: their
+// person's, recording them as a person the first time; without people,
+// or when that fails, the contact API's name.
+func (s *Service) feishuPerson(ctx context.Context, openID string) string {
+	name := s.feishuName(ctx, openID)
+	if s.people == nil || openID == "" {
+		return name
+	}
+	p, err := s.people.SeenOnFeishu(ctx, openID, name)
+	if err != nil {
+		s.logger.Warn("recording a feishu person", "open_id", openID, "error", err)
+		return name
+	}
+	return p.Name
+}
+
+// personName returns the name of the person who holds the account, or
+// fallback when nobody does.
+func (s *Service) personName(ctx context.Context, kind, value, fallback string) string {
+	if s.people == nil {
+		return fallback
+	}
+	p, ok, err := s.people.By(ctx, s.d, kind, value)
+	if err != nil {
+		s.logger.Warn("resolving a card's author", "kind", kind, "error", err)
+		return fallback
+	}
+	if !ok {
+		return fallback
+	}
+	return p.Name
+}

@@ -54,7 +54,7 @@ ON CONFLICT (chat_id) DO UPDATE SET name = CASE WHEN excluded.name <> '' THEN ex
 		}
 		nc.DeliveryID = d.ID
 		if nc.Author.Type == tickets.AuthorUser {
-			nc.Author.Name = s.feishuName(ctx, nc.Author.ID)
+			nc.Author.Name = s.feishuPerson(ctx, nc.Author.ID)
 		}
 		return s.admit(ctx, d, nc, func(ctx context.Context, tx *db.Tx, nc *tickets.NewCard) (string, error) {
 			if nc.Addressed {
@@ -90,7 +90,7 @@ ON CONFLICT (chat_id) DO UPDATE SET name = CASE WHEN excluded.name <> '' THEN ex
 			return s.finish(ctx, d, DeliveryIgnored, drop)
 		}
 		nc.DeliveryID = d.ID
-		nc.Author.Name = s.feishuName(ctx, nc.Author.ID)
+		nc.Author.Name = s.feishuPerson(ctx, nc.Author.ID)
 		return s.admit(ctx, d, nc, nil)
 	}
 	return s.finish(ctx, d, DeliveryIgnored, "event "+ev.Type+" is not processed")

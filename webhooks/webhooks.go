@@ -20,6 +20,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -101,6 +102,7 @@ type Service struct {
 	metrics *metrics
 
 	commits *committer
+	people  *people.Store
 
 	slugMu sync.Mutex
 	slug   string
@@ -174,6 +176,11 @@ func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, fs *feishu.
 
 // AddHook adds a card hook. Call it before the queue starts.
 func (s *Service) AddHook(h tickets.Hook) { s.cfg.Hooks = append(s.cfg.Hooks, h) }
+
+// UsePeople resolves the authors of the cards to people: a Feishu sender
+// becomes a person (a member named as Feishu's contact API says) the first
+// time they are seen, and a card shows its author's person's name.
+func (s *Service) UsePeople(p *people.Store) { s.people = p }
 
 // Store is the tickets store the service writes cards with.
 func (s *Service) Store() *tickets.Store { return s.store }

@@ -12,6 +12,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -241,6 +242,9 @@ func (s *Service) decideGitHubEvent(ctx context.Context, d Delivery, ev ghEvent,
 
 	c := ev.Card
 	c.DeliveryID = d.ID
+	if c.Author.Type == tickets.AuthorUser && c.Author.Login != "" {
+		c.Author.Name = s.personName(ctx, people.KindGitHub, c.Author.Login, c.Author.Name)
+	}
 	if c.Author.Type == tickets.AuthorUser && c.Author.Login != "" {
 		perm, err := s.perms.Level(ctx, ev.InstallationID, c.Owner, c.Name, c.Author.Login)
 		if err != nil {

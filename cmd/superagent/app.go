@@ -30,6 +30,7 @@ import (
 	"github.com/superagent-dev/superagent/migrations"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/outbox"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/promptparts/trial"
 	"github.com/superagent-dev/superagent/session"
@@ -79,10 +80,18 @@ type app struct {
 	// repoEnv holds the setup scripts, repository secrets and setup
 	// outcomes.
 	repoEnv *repoenv.Store
+	// people is who is who; oauth the App's user authorization (off
+	// without a client id and secret).
+	people *people.Store
+	oauth  *people.OAuth
 }
 
 func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (*app, error) {
-	a := &app{logger: logger, db: d, registry: prometheus.NewRegistry(), repoEnv: repoenv.New(d, cfg.secretsBox, nil)}
+	a := &app{logger: logger, db: d, registry: prometheus.NewRegistry(), repoEnv: repoenv.New(d, cfg.secretsBox, nil),
+		people: people.New(d, nil)}
+	if cfg.GitHubClientID != "" {
+		a.oauth = &people.OAuth{ClientID: cfg.GitHubClientID, ClientSecret: cfg.GitHubClientSecret, WebURL: cfg.GitHubWebURL, APIURL: cfg.GitHubAPIURL}
+	}
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		tickets.NewStateCollector(d))
 
@@ -116,6 +125,7 @@ func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (
 	if err != nil {
 		return nil, err
 	}
+	a.webhooks.UsePeople(a.people)
 	a.tickets = a.webhooks.Store()
 	a.sessions = session.NewStore(d, cfg.scrub, time.Now)
 	if err := a.buildOrchestrator(cfg); err != nil {
@@ -165,7 +175,10 @@ func (a *app) buildOrchestrator(cfg *config) error {
 			AdminGitHubLogins: cfg.AdminGitHubLogins,
 			AdminFeishuIDs:    cfg.AdminFeishuIDs,
 		},
-		BotLogin:    slug,
+		BotLogin: slug,
+		LinkURL: func(openID string) string {
+			return admin.LinkOfferURL(cfg.PublicURL, a.oauth, openID, time.Now())
+		},
 		Environment: env,
 		Registerer:  a.registry,
 		Logger:      a.logger,
@@ -174,6 +187,8 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		Acks:        &outbox.Messenger{DB: a.db, GitHub: a.github, Feishu: a.feishu, Prompts: a.prompts, PublicURL: cfg.PublicURL},
 		Permissions: &githubapp.PermissionCache{DB: a.db, Client: a.github},
 		AtLimit:     a.stoppedAtLimit,
+		People:      a.people,
+		ChatRepos:   webhooks.ChatRepos,
 	})
 	if err != nil {
 		return err
@@ -393,7 +408,8 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	if a.feishu != nil {
 		chats = a.webhooks
 	}
-	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie}, a.db, a.prompts, admin.Deps{
+	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie,
+		OAuth: a.oauth, PublicURL: cfg.PublicURL, AdminGitHubLogins: cfg.AdminGitHubLogins}, a.db, a.prompts, admin.Deps{
 		Tickets:     a.tickets,
 		Sessions:    a.sessions,
 		Pauser:      a.pauser(),
@@ -404,6 +420,7 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		Scrubber:    cfg.scrub,
 		Trial:       a.trial(cfg),
 		RepoEnv:     a.repoEnv,
+		People:      a.people,
 	})
 	if err != nil {
 		return nil, err
@@ -414,7 +431,7 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		Registerer:     a.registry,
 		Gatherer:       a.registry,
 		Ready:          readiness(a.db, &migrated),
-		Authenticators: []httpserver.Authenticator{httpserver.BearerToken{Token: token}, panel.Authenticator()},
+		Authenticators: []httpserver.Authenticator{httpserver.BearerToken{Token: token, Actor: admin.TokenActor}, panel.Authenticator()},
 	})
 	a.prompts.Routes(hs.API)
 	a.webhooks.Routes(hs.Root)
@@ -422,6 +439,7 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	admin.NewTicketsAPI(a.db, a.tickets, a.sessions, a.logger).WithPauser(a.pauser()).WithStopper(a.stopper()).Routes(hs.API)
 	panel.Routes(hs.Root)
 	panel.SetupRoutes(hs.API)
+	panel.PeopleAPI().Routes(hs.API)
 	// Header, body and idle timeouts: see httpserver.HTTPServer.
 	srv := hs.HTTPServer(context.WithoutCancel(ctx))
 	// Live Ticket pages stream until the page closes: end them when the

@@ -26,6 +26,7 @@ var arrows = map[string][]string{
 	"webhooks":     {"orchestrator", "executor", "session", "admin", "outbox"},
 	"promptparts":  {"orchestrator", "executor", "webhooks", "tickets", "session", "admin"},
 	"policy":       {"orchestrator", "executor", "webhooks", "tickets", "session", "admin", "promptparts"},
+	"people":       {"orchestrator", "executor", "webhooks", "tickets", "session", "admin", "promptparts", "outbox", "jobs"},
 }
 
 // TestPackageArrows checks the module's import graph as `go list -deps`

@@ -39,6 +39,13 @@ type config struct {
 	GitHubPrivateKeyPEM []byte
 	GitHubWebhookSecret string
 	GitHubAPIURL        string
+	// GitHubClientID and GitHubClientSecret are the App's OAuth client
+	// credentials (its user authorization: panel sign-in with GitHub and
+	// Feishu users linking their login); GitHubWebURL is GitHub's web
+	// host for that flow.
+	GitHubClientID     string
+	GitHubClientSecret string
+	GitHubWebURL       string
 	// GitHubTriggerLabel is SUPERAGENT_GITHUB_TRIGGER_LABEL: added to an
 	// issue by someone who passes the gate, it is an explicit request.
 	GitHubTriggerLabel string
@@ -147,6 +154,9 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		GitHubWebhookSecret:     getenv("SUPERAGENT_GITHUB_WEBHOOK_SECRET"),
 		GitHubAPIURL:            getenv("SUPERAGENT_GITHUB_API_URL"),
 		GitHubAppSlug:           getenv("SUPERAGENT_GITHUB_APP_SLUG"),
+		GitHubClientID:          strings.TrimSpace(getenv("SUPERAGENT_GITHUB_CLIENT_ID")),
+		GitHubClientSecret:      getenv("SUPERAGENT_GITHUB_CLIENT_SECRET"),
+		GitHubWebURL:            strings.TrimRight(or(getenv("SUPERAGENT_GITHUB_WEB_URL"), "https://github.com"), "/"),
 		GitHubTriggerLabel:      strings.TrimSpace(or(getenv("SUPERAGENT_GITHUB_TRIGGER_LABEL"), webhooks.DefaultTriggerLabel)),
 		FeishuAppID:             getenv("SUPERAGENT_FEISHU_APP_ID"),
 		FeishuAppSecret:         getenv("SUPERAGENT_FEISHU_APP_SECRET"),
@@ -205,6 +215,16 @@ func loadConfig(getenv func(string) string) (*config, error) {
 			return err
 		},
 		func() error { return checkBaseURL("SUPERAGENT_GITHUB_API_URL", c.GitHubAPIURL) },
+		func() error { return checkBaseURL("SUPERAGENT_GITHUB_WEB_URL", c.GitHubWebURL) },
+		func() error {
+			switch {
+			case (c.GitHubClientID == "") != (c.GitHubClientSecret == ""):
+				return &settingError{"SUPERAGENT_GITHUB_CLIENT_ID", "and SUPERAGENT_GITHUB_CLIENT_SECRET are set together (the App's client id and a client secret, from its settings page)"}
+			case c.GitHubClientID != "" && c.PublicURL == "":
+				return &settingError{"SUPERAGENT_PUBLIC_URL", "is required with SUPERAGENT_GITHUB_CLIENT_ID: GitHub sends people back to SUPERAGENT_PUBLIC_URL/oauth/github/callback"}
+			}
+			return nil
+		},
 		func() error { return checkBaseURL("SUPERAGENT_FEISHU_BASE_URL", c.FeishuBaseURL) },
 		func() error { return checkBaseURL("SUPERAGENT_MODEL_BASE_URL", c.ModelBaseURL) },
 		func() error {
@@ -447,7 +467,7 @@ func realPath(p string) string {
 // secrets lists every secret value the process holds, for scrubbing.
 func (c *config) secrets() []string {
 	var out []string
-	for _, s := range []string{c.AdminToken, c.GitHubWebhookSecret, c.FeishuAppSecret, c.FeishuVerificationToken, c.FeishuEncryptKey, c.ModelAPIKey, c.Router.APIKey, string(c.GitHubPrivateKeyPEM), c.SecretsKey} {
+	for _, s := range []string{c.AdminToken, c.GitHubWebhookSecret, c.FeishuAppSecret, c.FeishuVerificationToken, c.FeishuEncryptKey, c.ModelAPIKey, c.Router.APIKey, string(c.GitHubPrivateKeyPEM), c.SecretsKey, c.GitHubClientSecret} {
 		if s != "" {
 			out = append(out, s)
 		}

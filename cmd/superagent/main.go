@@ -25,6 +25,7 @@ Usage:
   superagent worker    run workers only; start several to scale out
   superagent migrate   apply database migrations and exit
   superagent prompts   export, import or diff the team's prompt configuration
+  superagent people    export or import who is who (a JSON file)
   superagent setup     register a GitHub App (manifest flow) or check Feishu credentials
   superagent doctor    check configuration, database, GitHub, Feishu and the model endpoint
   superagent healthcheck
@@ -54,7 +55,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "serve", "worker", "migrate", "prompts", "setup", "doctor", "healthcheck":
+	case "serve", "worker", "migrate", "prompts", "people", "setup", "doctor", "healthcheck":
 		if asksForHelp(args[1:]) {
 			fmt.Fprint(stdout, commandUsage[args[0]])
 			return 0
@@ -85,6 +86,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	switch args[0] {
 	case "prompts":
 		return promptsCommand(ctx, cfg, args[1:], stdout, stderr)
+	case "people":
+		return peopleCommand(ctx, cfg, args[1:], stdout, stderr)
 	case "setup":
 		return setupCommand(ctx, cfg, args[1:], stdout, stderr)
 	case "doctor":
@@ -139,6 +142,7 @@ var commandUsage = map[string]string{
       endpoint and the sandbox, and say how to fix what is wrong
 `,
 	"prompts": promptsUsage,
+	"people":  peopleUsage,
 	"setup":   setupUsage,
 }
 

@@ -27,11 +27,12 @@ var Spec = sync.OnceValues(func() (*contract.Spec, error) {
 
 // outOfContract reports whether a request goes to a route that is not part
 // of the REST API and so is not checked: git smart HTTP, the fake's own
-// log downloads (GitHub's are pre-signed storage URLs), and GraphQL, whose
+// log downloads (GitHub's are pre-signed storage URLs), the OAuth web flow
+// on github.com (oauth.go, SEMANTICS.md), and GraphQL, whose
 // contract is a GraphQL schema rather than OpenAPI.
 func outOfContract(r *http.Request) bool {
 	p := r.URL.Path
-	return strings.HasPrefix(p, "/git/") || strings.HasPrefix(p, "/_fake/") || p == "/graphql" || p == "/api/graphql"
+	return strings.HasPrefix(p, "/git/") || strings.HasPrefix(p, "/_fake/") || strings.HasPrefix(p, "/login/oauth/") || p == "/graphql" || p == "/api/graphql"
 }
 
 // Violation is one way a request the fake received, or an answer it gave,

@@ -102,6 +102,7 @@ type Server struct {
 	conv        *conversation
 	st          *store
 	users       users
+	oauth       oauth
 	used        map[int64]int  // installation → requests counted against its quota
 	operations  map[string]int // operationId → requests
 }
@@ -146,6 +147,9 @@ func New(t testing.TB) *Server {
 	s.mux.HandleFunc("GET /app/installations/{id}", s.getInstallation)
 	s.mux.HandleFunc("POST /app/installations/{id}/access_tokens", s.createToken)
 	s.mux.HandleFunc("GET /repos/{owner}/{repo}/collaborators/{user}/permission", s.getPermission)
+	s.mux.HandleFunc("GET /login/oauth/authorize", s.authorize)
+	s.mux.HandleFunc("POST /login/oauth/access_token", s.accessToken)
+	s.mux.HandleFunc("GET /user", s.getAuthenticatedUser)
 	// GitHub answers an unknown route with its JSON error, not net/http's
 	// text.
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { WriteError(w, http.StatusNotFound, "Not Found") })

@@ -1,0 +1,76 @@
+package orchestrator_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
+	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/people"
+	"github.com/superagent-dev/superagent/tickets"
+)
+
+// A Feishu request opens work in a repository through the chat's list of
+// repositories or the person's linked GitHub login; a linked reader and
+// an unlinked member are refused with the reason, which the model reads
+// and the card keeps.
+func TestFeishuRequesterMayOpen(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		folks := people.New(d, nil)
+		open := map[string][]string{"oc_team": {"octo/repo"}}
+		e := setup(t, d, nil)
+		e.deps = func(deps *orchestrator.Deps) {
+			deps.People = folks
+			deps.ChatRepos = func(_ context.Context, _ db.Querier, chat string) ([]string, error) { return open[chat], nil }
+		}
+		e.o = e.orchestrator(t)
+		seed.Installation(t, d, installation+1, "octo/other")
+		e.gh.SetPermission("octo/other", "wendy", "write")
+		e.gh.SetPermission("octo/other", "rick", "read")
+		_, err := folks.Create(ctx, people.Person{Name: "Wendy", GitHub: []string{"wendy"}, FeishuOpenIDs: []string{"ou_wendy"}})
+		require.NoError(t, err)
+		_, err = folks.Create(ctx, people.Person{Name: "Rick", GitHub: []string{"rick"}, FeishuOpenIDs: []string{"ou_rick"}})
+		require.NoError(t, err)
+
+		admit := func(who string, n int) tickets.Card {
+			t.Helper()
+			var c tickets.Card
+			thread := tickets.Thread{Source: tickets.SourceFeishu, Key: fmt.Sprintf("feishu:oc_team/om_%d", n), Repo: "oc_team"}
+			require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
+				nc := tickets.NewCard{Source: tickets.SourceFeishu, Kind: "message", Thread: thread, Addressed: true, AddressedWhy: "mention",
+					Author: tickets.Author{ID: who, Type: tickets.AuthorUser}, Text: "@_user_1 fix the flaky test"}
+				nc.DeliveryID = seed.Delivery(t, tx, "p"+itoa(e.seq.Add(1)))
+				c, err = e.store.Admit(ctx, tx, nc, 0, e.o)
+				return err
+			}))
+			return c
+		}
+		stranger := admit("ou_stranger", 1) // the chat opens octo/repo to anyone in it
+		unlinked := admit("ou_stranger", 2)
+		wendy := admit("ou_wendy", 3)
+		rick := admit("ou_rick", 4)
+		e.model.Push(fakeopenai.Calls(route("feishu",
+			orchestrator.Decision{Candidate: stranger.ID, Action: "new", Title: "Flaky test", Repo: "octo/repo"},
+			orchestrator.Decision{Candidate: unlinked.ID, Action: "new", Title: "Flaky test", Repo: "octo/other"},
+			orchestrator.Decision{Candidate: wendy.ID, Action: "new", Title: "Flaky test", Repo: "octo/other"},
+			orchestrator.Decision{Candidate: rick.ID, Action: "new", Title: "Flaky test", Repo: "octo/other"})), fakeopenai.Text("ok"))
+		e.turn(t)
+		result := e.toolResult(t, "feishu")
+		require.Contains(t, result, fmt.Sprintf("1. candidate %d: ok (ticket", stranger.ID))
+		require.Contains(t, result, fmt.Sprintf("2. candidate %d: refused: The requester has no linked GitHub login and this chat does not open octo/other, so I cannot open work there", unlinked.ID))
+		require.Contains(t, result, fmt.Sprintf("3. candidate %d: ok (ticket", wendy.ID))
+		require.Contains(t, result, fmt.Sprintf("4. candidate %d: refused: Rick's GitHub permission on octo/other is read (as rick) and write or higher is needed to open work there", rick.ID))
+		require.Equal(t, 2, e.ticketCount(t))
+		var refusal string
+		require.NoError(t, d.QueryRow(ctx, `SELECT route_refusal FROM cards WHERE id = $1`, rick.ID).Scan(&refusal))
+		require.Contains(t, refusal, "Rick's GitHub permission on octo/other is read", "the card keeps the reason")
+	})
+}

@@ -1,0 +1,163 @@
+package people_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
+	"github.com/superagent-dev/superagent/people"
+)
+
+func TestStoreCreateUpdateDelete(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := people.New(d, nil)
+		ada, err := s.Create(ctx, people.Person{Name: " Ada ", Role: "admin", GitHub: []string{"@Ada-L"}, FeishuOpenIDs: []string{"ou_ada"}})
+		require.NoError(t, err)
+		require.Equal(t, "Ada", ada.Name)
+		require.Equal(t, []string{"ada-l"}, ada.GitHub)
+
+		got, ok, err := s.By(ctx, d, people.KindGitHub, "ADA-L")
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, ada.ID, got.ID)
+
+		// An account belongs to one person; a bad person changes nothing.
+		_, err = s.Create(ctx, people.Person{Name: "Grace", GitHub: []string{"ada-l"}})
+		var inv *people.InvalidError
+		require.ErrorAs(t, err, &inv)
+		require.Contains(t, inv.Error(), `github login "ada-l" already belongs to Ada`)
+		_, err = s.Create(ctx, people.Person{Name: "", Role: "owner", GitHub: []string{"-x-"}, FeishuOpenIDs: []string{"oc_chat"}})
+		require.ErrorAs(t, err, &inv)
+		require.Len(t, inv.Problems, 4, inv.Problems)
+		all, err := s.List(ctx)
+		require.NoError(t, err)
+		require.Len(t, all, 1)
+
+		ada.Role, ada.GitHub = people.RoleMember, []string{"ada-l", "ada2"}
+		ada, err = s.Update(ctx, ada)
+		require.NoError(t, err)
+		require.Equal(t, people.RoleMember, ada.Role)
+		require.Equal(t, []string{"ada-l", "ada2"}, ada.GitHub)
+
+		require.NoError(t, s.Delete(ctx, ada.ID))
+		require.ErrorIs(t, s.Delete(ctx, ada.ID), people.ErrNotFound)
+		_, ok, err = s.By(ctx, d, people.KindGitHub, "ada-l")
+		require.NoError(t, err)
+		require.False(t, ok)
+	})
+}
+
+func TestReplaceListsEveryProblemAndChangesNothing(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := people.New(d, nil)
+		_, err := s.Create(ctx, people.Person{Name: "Ada", Role: "admin", GitHub: []string{"ada"}})
+		require.NoError(t, err)
+		err = s.Replace(ctx, []people.Person{
+			{Name: "Grace", Role: "boss", GitHub: []string{"grace"}},
+			{Name: "", GitHub: []string{"grace"}, FeishuUnionIDs: []string{"ou_not_union"}},
+		}, func(*db.Tx) error { return errors.New("the audit must not be written") })
+		var inv *people.InvalidError
+		require.ErrorAs(t, err, &inv)
+		require.Equal(t, []string{
+			`person 1 (Grace): role must be admin or member, not "boss"`,
+			"person 2: name is required",
+			`person 2: feishu union_id "ou_not_union" is not a Feishu union_id (on_…)`,
+			`person 2: github login "grace" is also given to person 1`,
+		}, inv.Problems)
+		all, err := s.List(ctx)
+		require.NoError(t, err)
+		require.Len(t, all, 1)
+		require.Equal(t, "Ada", all[0].Name)
+	})
+}
+
+func TestLinkGitHubFoldsTheFeishuRecordIntoTheLoginsPerson(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := people.New(d, nil)
+		seen, err := s.SeenOnFeishu(ctx, "ou_grace", "Grace H")
+		require.NoError(t, err)
+		require.Equal(t, people.RoleMember, seen.Role)
+		admin, err := s.Create(ctx, people.Person{Name: "Grace Hopper", Role: "admin", GitHub: []string{"grace"}})
+		require.NoError(t, err)
+
+		p, err := s.LinkGitHub(ctx, "ou_grace", "Grace", "Grace H")
+		require.NoError(t, err)
+		require.Equal(t, admin.ID, p.ID)
+		require.Equal(t, []string{"ou_grace"}, p.FeishuOpenIDs)
+		all, err := s.List(ctx)
+		require.NoError(t, err)
+		require.Len(t, all, 1, "the Feishu-only record is folded in")
+
+		// Another Feishu user cannot take a login that is linked already.
+		_, err = s.LinkGitHub(ctx, "ou_mallory", "grace", "Mallory")
+		var inv *people.InvalidError
+		require.ErrorAs(t, err, &inv)
+		p, _, err = s.By(ctx, d, people.KindGitHub, "grace")
+		require.NoError(t, err)
+		require.Equal(t, []string{"ou_grace"}, p.FeishuOpenIDs)
+	})
+}
+
+func TestSignerRefusesForgedExpiredAndOtherPurpose(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	s := people.NewSigner("secret")
+	tok := s.Sign(people.State{Purpose: "link", OpenID: "ou_a", Expires: now.Add(time.Minute).Unix()})
+	st, err := s.Check(tok, "link", now)
+	require.NoError(t, err)
+	require.Equal(t, "ou_a", st.OpenID)
+	for name, check := range map[string]func() error{
+		"expired":       func() error { _, err := s.Check(tok, "link", now.Add(time.Minute)); return err },
+		"other purpose": func() error { _, err := s.Check(tok, "signin", now); return err },
+		"other key":     func() error { _, err := people.NewSigner("other").Check(tok, "link", now); return err },
+		"tampered": func() error {
+			_, err := s.Check(strings.Replace(tok, tok[:4], "eyJw", 1)+"x", "link", now)
+			return err
+		},
+	} {
+		require.ErrorIs(t, check(), people.ErrBadState, name)
+	}
+}
+
+// TestOAuthLoginAgainstTheFake runs the web flow's three requests against
+// the fake GitHub: authorize (redirect with code and state), exchange,
+// GET /user. A code works once.
+func TestOAuthLoginAgainstTheFake(t *testing.T) {
+	gh := fakegithub.New(t)
+	gh.SignInBrowser("Octo-Cat")
+	o := &people.OAuth{ClientID: gh.ClientID(), ClientSecret: fakegithub.ClientSecret, WebURL: gh.URL, APIURL: gh.URL}
+	redirect := "https://superagent.example.com/oauth/github/callback"
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := noFollow.Get(o.AuthorizeURL("st4te", redirect))
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusFound, res.StatusCode)
+	loc, err := url.Parse(res.Header.Get("Location"))
+	require.NoError(t, err)
+	require.Equal(t, "superagent.example.com", loc.Host)
+	require.Equal(t, "st4te", loc.Query().Get("state"))
+	code := loc.Query().Get("code")
+
+	login, err := o.Login(context.Background(), code, redirect)
+	require.NoError(t, err)
+	require.Equal(t, "octo-cat", login)
+	_, err = o.Login(context.Background(), code, redirect)
+	require.ErrorContains(t, err, "bad_verification_code")
+
+	wrong := *o
+	wrong.ClientSecret = "nope"
+	_, err = wrong.Login(context.Background(), "x", redirect)
+	require.ErrorContains(t, err, "incorrect_client_credentials")
+	require.Empty(t, gh.Violations())
+}
