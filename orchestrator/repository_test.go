@@ -85,13 +85,26 @@ func TestAttachSetsTheRepositoryOnlyWhereTheRequesterMay(t *testing.T) {
 }
 
 // RequesterMayWorkIn refuses, as a refusal the model reads, a repository
-// the App is not installed on, a Ticket nobody asked for, and a Feishu
-// requester the gate does not admit; it lets an admitted one through.
+// the App is not installed on, a Ticket nobody asked for, a Feishu
+// requester the gate does not admit, and one whose chat does not open the
+// repository (with no linked GitHub login); it lets an admitted one
+// through.
 func TestRequesterMayWorkIn(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
+		// The team's chat opens octo/repo to its members; no chat opens
+		// another.
+		e.deps = func(deps *orchestrator.Deps) {
+			deps.ChatRepos = func(_ context.Context, _ db.Querier, chat string) ([]string, error) {
+				if chat == "oc_team" {
+					return []string{"octo/repo"}, nil
+				}
+				return nil, nil
+			}
+		}
+		e.o = e.orchestrator(t)
 		member := tickets.Author{ID: "ou_member", Type: tickets.AuthorUser}
 		feishuTicket := func(chat string) tickets.Ticket {
 			var tk tickets.Ticket

@@ -93,6 +93,11 @@ func TestFeishuRequestAsksWhichRepository(t *testing.T) {
 			return n == 2
 		})
 
+		// The chat opens both repositories to its members (Rita has no
+		// linked GitHub login), so the gate lets either be set.
+		code, body := apiCall(t, p, http.MethodPut, "/api/feishu/chats/"+cardChat, `{"repos":["`+helloRepo+`","`+adminRepo+`"]}`, token)
+		require.Equal(t, http.StatusOK, code, body)
+
 		// The request, in the chat, names no repository.
 		const request = "om_repoquestion_request"
 		ask(t, p, fs, request, "@_user_1 fix the login page typo", 1)
@@ -176,7 +181,7 @@ func TestFeishuRequestAsksWhichRepository(t *testing.T) {
 			}
 		}
 
-		code, _ := p.stop(10 * time.Second)
+		code, _ = p.stop(shutdownWithin)
 		require.Equal(t, 0, code)
 		set := 0
 		for _, l := range logLines(t, p.stderr.String()) {
