@@ -161,3 +161,52 @@ func TestOAuthLoginAgainstTheFake(t *testing.T) {
 	require.ErrorContains(t, err, "incorrect_client_credentials")
 	require.Empty(t, gh.Violations())
 }
+
+// A panel session holds the role its sign-in read: changing or removing
+// the person, or importing the people file, ends their sessions so that
+// they sign in again as what they are now. The admin token's session
+// stays.
+func TestChangingAPersonEndsTheirPanelSessions(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := people.New(d, nil)
+		ada, err := s.Create(ctx, people.Person{Name: "Ada", Role: "admin", GitHub: []string{"ada"}})
+		require.NoError(t, err)
+		grace, err := s.Create(ctx, people.Person{Name: "Grace", Role: "admin", GitHub: []string{"grace"}})
+		require.NoError(t, err)
+		now := time.Now().UTC()
+		session := func(id string, person *int64) {
+			_, err := d.Exec(ctx, `INSERT INTO admin_sessions (id_sha256, actor, csrf_token, created_at, expires_at, person_id, role)
+VALUES ($1, $1, 'csrf', $2, $3, $4, 'admin')`, id, now, now.Add(time.Hour), person)
+			require.NoError(t, err)
+		}
+		session("ada-1", &ada.ID)
+		session("grace-1", &grace.ID)
+		session("token-1", nil)
+		live := func() []string {
+			rows, err := d.Query(ctx, `SELECT id_sha256 FROM admin_sessions WHERE revoked_at IS NULL ORDER BY id_sha256`)
+			require.NoError(t, err)
+			defer rows.Close()
+			var ids []string
+			for rows.Next() {
+				var id string
+				require.NoError(t, rows.Scan(&id))
+				ids = append(ids, id)
+			}
+			require.NoError(t, rows.Err())
+			return ids
+		}
+
+		ada.Role = people.RoleMember
+		_, err = s.Update(ctx, ada)
+		require.NoError(t, err)
+		require.Equal(t, []string{"grace-1", "token-1"}, live(), "Ada's admin session ends with her demotion")
+
+		require.NoError(t, s.Delete(ctx, grace.ID))
+		require.Equal(t, []string{"token-1"}, live())
+
+		session("ada-2", &ada.ID)
+		require.NoError(t, s.Replace(ctx, []people.Person{{Name: "Ada", Role: "member", GitHub: []string{"ada"}}}, nil))
+		require.Equal(t, []string{"token-1"}, live(), "an import ends every person's session")
+	})
+}

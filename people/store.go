@@ -164,6 +164,9 @@ func (s *Store) Update(ctx context.Context, p Person) (Person, error) {
 		if _, err := tx.Exec(ctx, `DELETE FROM person_identities WHERE person_id = $1`, p.ID); err != nil {
 			return fmt.Errorf("updating person %d: %w", p.ID, err)
 		}
+		if err := s.endSessions(ctx, tx, &p.ID); err != nil {
+			return err
+		}
 		return s.addIdentities(ctx, tx, p.ID, p, SourceAdmin)
 	})
 	if err != nil {
@@ -174,12 +177,30 @@ func (s *Store) Update(ctx context.Context, p Person) (Person, error) {
 
 // Delete removes the person and their accounts.
 func (s *Store) Delete(ctx context.Context, id int64) error {
-	n, err := s.db.Exec(ctx, `DELETE FROM people WHERE id = $1`, id)
-	if err != nil {
-		return fmt.Errorf("deleting person %d: %w", id, err)
+	return s.db.InTx(ctx, func(tx *db.Tx) error {
+		n, err := tx.Exec(ctx, `DELETE FROM people WHERE id = $1`, id)
+		if err != nil {
+			return fmt.Errorf("deleting person %d: %w", id, err)
+		}
+		if n == 0 {
+			return ErrNotFound
+		}
+		return s.endSessions(ctx, tx, &id)
+	})
+}
+
+// endSessions ends the panel sessions of person id (every person's when
+// id is nil): a sign-in's role and name are the record's at that moment,
+// so a changed or removed person signs in again, as what they are now.
+func (s *Store) endSessions(ctx context.Context, tx *db.Tx, id *int64) error {
+	var err error
+	if id == nil {
+		_, err = tx.Exec(ctx, `UPDATE admin_sessions SET revoked_at = $1 WHERE revoked_at IS NULL AND person_id IS NOT NULL`, s.now().UTC())
+	} else {
+		_, err = tx.Exec(ctx, `UPDATE admin_sessions SET revoked_at = $2 WHERE revoked_at IS NULL AND person_id = $1`, *id, s.now().UTC())
 	}
-	if n == 0 {
-		return ErrNotFound
+	if err != nil {
+		return fmt.Errorf("ending the panel sessions of changed people: %w", err)
 	}
 	return nil
 }
@@ -206,6 +227,9 @@ func (s *Store) Replace(ctx context.Context, list []Person, audit func(tx *db.Tx
 			if _, err := s.insert(ctx, tx, p, SourceAdmin); err != nil {
 				return err
 			}
+		}
+		if err := s.endSessions(ctx, tx, nil); err != nil {
+			return err
 		}
 		if audit != nil {
 			return audit(tx)
