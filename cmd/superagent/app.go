@@ -103,7 +103,8 @@ func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (
 	queue.AddWorker(a.queue, probe.NewWorker(d, a.queue.ID(), time.Now))
 
 	if cfg.GitHubAppID != 0 && len(cfg.GitHubPrivateKeyPEM) > 0 {
-		if a.github, err = githubapp.New(githubapp.Config{AppID: cfg.GitHubAppID, PrivateKey: cfg.GitHubPrivateKeyPEM, BaseURL: cfg.GitHubAPIURL, Registerer: a.registry}); err != nil {
+		if a.github, err = githubapp.New(githubapp.Config{AppID: cfg.GitHubAppID, PrivateKey: cfg.GitHubPrivateKeyPEM, BaseURL: cfg.GitHubAPIURL,
+			WritesPerMinute: cfg.GitHubWritesPerMinute, WritesPerHour: cfg.GitHubWritesPerHour, Registerer: a.registry}); err != nil {
 			return nil, err
 		}
 	}

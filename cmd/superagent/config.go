@@ -39,6 +39,9 @@ type config struct {
 	GitHubPrivateKeyPEM []byte
 	GitHubWebhookSecret string
 	GitHubAPIURL        string
+	// GitHubWritesPerMinute and GitHubWritesPerHour pace each
+	// installation's writes (0: GitHub's documented 80 and 500).
+	GitHubWritesPerMinute, GitHubWritesPerHour int
 	// GitHubClientID and GitHubClientSecret are the App's OAuth client
 	// credentials (its user authorization: panel sign-in with GitHub and
 	// Feishu users linking their login); GitHubWebURL is GitHub's web
@@ -215,6 +218,14 @@ func loadConfig(getenv func(string) string) (*config, error) {
 			return err
 		},
 		func() error { return checkBaseURL("SUPERAGENT_GITHUB_API_URL", c.GitHubAPIURL) },
+		func() (err error) {
+			c.GitHubWritesPerMinute, err = parseCount("SUPERAGENT_GITHUB_WRITES_PER_MINUTE", getenv("SUPERAGENT_GITHUB_WRITES_PER_MINUTE"), "writes")
+			return err
+		},
+		func() (err error) {
+			c.GitHubWritesPerHour, err = parseCount("SUPERAGENT_GITHUB_WRITES_PER_HOUR", getenv("SUPERAGENT_GITHUB_WRITES_PER_HOUR"), "writes")
+			return err
+		},
 		func() error { return checkBaseURL("SUPERAGENT_GITHUB_WEB_URL", c.GitHubWebURL) },
 		func() error {
 			switch {

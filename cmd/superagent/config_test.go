@@ -57,6 +57,7 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		{"sandbox paths", "SUPERAGENT_SANDBOX_READONLY", "usr/local/go", `SUPERAGENT_SANDBOX_READONLY: "usr/local/go" is not an absolute path`},
 		{"sandbox cpu", "SUPERAGENT_SANDBOX_CPU_SECONDS", "1m", `SUPERAGENT_SANDBOX_CPU_SECONDS: must be a positive number of seconds, got "1m"`},
 		{"sandbox processes", "SUPERAGENT_SANDBOX_PROCESSES", "0", `SUPERAGENT_SANDBOX_PROCESSES: must be a positive number of processes, got "0"`},
+		{"github writes", "SUPERAGENT_GITHUB_WRITES_PER_HOUR", "lots", `SUPERAGENT_GITHUB_WRITES_PER_HOUR: must be a positive number of writes, got "lots"`},
 		{"sandbox memory", "SUPERAGENT_SANDBOX_MEMORY", "8GB", `SUPERAGENT_SANDBOX_MEMORY: must be a positive size such as 8GiB, 512MiB or a number of bytes, got "8GB"`},
 		{"sandbox disk", "SUPERAGENT_SANDBOX_DISK", "-1", `SUPERAGENT_SANDBOX_DISK: must be a positive size such as 8GiB, 512MiB or a number of bytes, got "-1"`},
 		{"lease", "SUPERAGENT_EXECUTOR_LEASE", "-1s", "SUPERAGENT_EXECUTOR_LEASE: must be a positive duration"},
@@ -250,4 +251,14 @@ func TestHelpHasNoSideEffects(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "help left files behind")
+}
+
+func TestLoadConfigReadsGitHubWritePacing(t *testing.T) {
+	c, err := loadConfig(envOf(map[string]string{"SUPERAGENT_GITHUB_WRITES_PER_MINUTE": "30", "SUPERAGENT_GITHUB_WRITES_PER_HOUR": "5000"}))
+	require.NoError(t, err)
+	require.Equal(t, 30, c.GitHubWritesPerMinute)
+	require.Equal(t, 5000, c.GitHubWritesPerHour)
+	c, err = loadConfig(envOf(nil))
+	require.NoError(t, err)
+	require.Zero(t, c.GitHubWritesPerMinute+c.GitHubWritesPerHour, "zero means GitHub's documented 80 a minute and 500 an hour")
 }

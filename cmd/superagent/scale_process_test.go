@@ -48,7 +48,14 @@ func TestScaleOut(t *testing.T) {
 	}
 	model := scriptedModel(t, readmeFixer)
 	const secret, token = "scale-webhook-secret", "scale-admin-token-0123456789"
-	env := func() map[string]string { return serviceEnv(t, dbURL, gh, model, secret, token) }
+	env := func() map[string]string {
+		e := serviceEnv(t, dbURL, gh, model, secret, token)
+		// GitHub's pacing of one installation (500 writes an hour, some
+		// eight per Ticket) would set the pace, not the processes.
+		e["SUPERAGENT_GITHUB_WRITES_PER_MINUTE"] = "100000"
+		e["SUPERAGENT_GITHUB_WRITES_PER_HOUR"] = "1000000"
+		return e
+	}
 	serve := start(t, "serve", env(), "serve")
 	serve.waitHTTP("/readyz", 30*time.Second)
 	installApp(t, serve, secret, "scale-install", dbURL)
