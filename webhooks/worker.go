@@ -119,6 +119,9 @@ func (s *Service) processBatch(ctx context.Context, ids []int64, attempt int) er
 		}
 		ready = append(ready, decided{d: d, st: st})
 	}
+	if len(ready) == 0 {
+		return errors.Join(errs...)
+	}
 	// What was decided is written even when the job's time ran out
 	// meanwhile: the retry then has less to do.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)
