@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 )
 
@@ -33,12 +32,7 @@ func TestUnpushedCommitSurvivesTheMachine(t *testing.T) {
 		t.Skip("bwrap is not installed")
 	}
 	databases(t, func(t *testing.T, dbURL string) {
-		gh := fakegithub.New(t)
-		bare := gh.AddRepo(t, helloRepo, "main", map[string]string{
-			"README.md": "# Hello World\n\nThis projetc says hello.\n",
-			"test.sh":   "#!/bin/sh\nif grep -q projetc README.md; then echo 'typo still there'; exit 1; fi\necho ok\n",
-		})
-		gh.SetPermission(helloRepo, "Codertocat", "write")
+		gh, bare := typoRepo(t)
 		hanging := make(chan struct{})
 		var hang sync.Once
 		model := fakeopenai.New(t)

@@ -72,13 +72,7 @@ func TestPleaseContinueAfterALimit(t *testing.T) {
 		gh := fakegithub.New(t)
 		bare := gh.AddRepo(t, helloRepo, "main", map[string]string{"README.md": "# Hello World\n\nThis projetc says hello.\n", "test.sh": "#!/bin/sh\necho ok\n"})
 		gh.SetPermission(helloRepo, "Codertocat", "write")
-		model := fakeopenai.New(t)
-		model.Fallback(fakeopenai.Respond(func(req fakeopenai.Request) fakeopenai.Reply {
-			if req.Model == "router-model" {
-				return router(req)
-			}
-			return stuckThenResumed(req)
-		}))
+		model := scriptedModel(t, stuckThenResumed)
 		const secret, token = "continue-webhook-secret", "continue-admin-token-0123456789"
 		p, store := serveFor(t, dbURL, gh, model, secret, token, nil)
 		deliverGitHub(t, p, secret, "issue_comment", "continue-request", commentPayload(t, "@superagent please fix the typo in the README"))

@@ -19,7 +19,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/promptparts"
 )
@@ -39,12 +38,7 @@ func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
 		t.Skip("bwrap is not installed")
 	}
 	databases(t, func(t *testing.T, dbURL string) {
-		gh := fakegithub.New(t)
-		bare := gh.AddRepo(t, helloRepo, "main", map[string]string{
-			"README.md": "# Hello World\n\nThis projetc says hello.\n",
-			"test.sh":   "#!/bin/sh\nif grep -q projetc README.md; then echo 'typo still there'; exit 1; fi\necho ok\n",
-		})
-		gh.SetPermission(helloRepo, "Codertocat", "write")
+		gh, bare := typoRepo(t)
 
 		// GitHub's API is reached through a proxy that, once GitHub has
 		// created the pull request, holds the answer back and lets the test
@@ -72,13 +66,7 @@ func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
 		}))
 		t.Cleanup(proxy.Close)
 
-		model := fakeopenai.New(t)
-		model.Fallback(fakeopenai.Respond(func(req fakeopenai.Request) fakeopenai.Reply {
-			if req.Model == "router-model" {
-				return router(req)
-			}
-			return readmeFixer(req)
-		}))
+		model := scriptedModel(t, readmeFixer)
 
 		const secret, token, modelKey = "executor-webhook-secret", "executor-admin-token-0123456789", "sk-test-executor-key-0001"
 		dataDir := t.TempDir()

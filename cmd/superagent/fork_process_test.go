@@ -88,13 +88,7 @@ func TestFixOnAPersonsPullRequestFromAFork(t *testing.T) {
 		open, openSHA, openFork := fork("octocat", "greeting", true)
 		closed, closedSHA, closedFork := fork("hubot", "hubot-greeting", false)
 
-		model := fakeopenai.New(t)
-		model.Fallback(fakeopenai.Respond(func(req fakeopenai.Request) fakeopenai.Reply {
-			if req.Model == "router-model" {
-				return router(req)
-			}
-			return forkFixer(req)
-		}))
+		model := scriptedModel(t, forkFixer)
 		const secret, token = "fork-webhook-secret", "fork-admin-token-0123456789"
 		p, _ := serveFor(t, dbURL, gh, model, secret, token, nil)
 		repoJSON := helloRepoJSON(t)

@@ -114,19 +114,8 @@ func TestTicketInReviewTakesAReviewAndAPersonsPullRequest(t *testing.T) {
 		t.Skip("bwrap is not installed")
 	}
 	databases(t, func(t *testing.T, dbURL string) {
-		gh := fakegithub.New(t)
-		bare := gh.AddRepo(t, helloRepo, "main", map[string]string{
-			"README.md": "# Hello World\n\nThis projetc says hello.\n",
-			"test.sh":   "#!/bin/sh\nif grep -q projetc README.md; then echo 'typo still there'; exit 1; fi\necho ok\n",
-		})
-		gh.SetPermission(helloRepo, "Codertocat", "write")
-		model := fakeopenai.New(t)
-		model.Fallback(fakeopenai.Respond(func(req fakeopenai.Request) fakeopenai.Reply {
-			if req.Model == "router-model" {
-				return router(req)
-			}
-			return inReviewer(req)
-		}))
+		gh, bare := typoRepo(t)
+		model := scriptedModel(t, inReviewer)
 		const secret, token = "inreview-webhook-secret", "inreview-admin-token-0123456789"
 		p, store := serveFor(t, dbURL, gh, model, secret, token, nil)
 		inst := map[string]any{"id": 957387, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uOTU3Mzg3"}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,9 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
-	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 )
 
 // TestTypoFixTellsItsStoryInTheLog follows the typo fix through the binary
@@ -27,35 +23,10 @@ func TestTypoFixTellsItsStoryInTheLog(t *testing.T) {
 		t.Skip("bwrap is not installed")
 	}
 	databases(t, func(t *testing.T, dbURL string) {
-		gh := fakegithub.New(t)
-		gh.AddRepo(t, helloRepo, "main", map[string]string{
-			"README.md": "# Hello World\n\nThis projetc says hello.\n",
-			"test.sh":   "#!/bin/sh\nif grep -q projetc README.md; then echo 'typo still there'; exit 1; fi\necho ok\n",
-		})
-		gh.SetPermission(helloRepo, "Codertocat", "write")
-		model := fakeopenai.New(t)
-		model.Fallback(fakeopenai.Respond(func(req fakeopenai.Request) fakeopenai.Reply {
-			if req.Model == "router-model" {
-				return router(req)
-			}
-			return readmeFixer(req)
-		}))
+		gh, _ := typoRepo(t)
+		model := scriptedModel(t, readmeFixer)
 		const secret, token = "lifecycle-webhook-secret", "lifecycle-admin-token-0123456789"
-		p := start(t, "serve", map[string]string{
-			"SUPERAGENT_ADDR":                  freeAddr(t),
-			"SUPERAGENT_DATA_DIR":              t.TempDir(),
-			"SUPERAGENT_DATABASE_URL":          dbURL,
-			"SUPERAGENT_ADMIN_TOKEN":           token,
-			"SUPERAGENT_GITHUB_APP_ID":         fmt.Sprint(gh.AppID),
-			"SUPERAGENT_GITHUB_PRIVATE_KEY":    string(gh.PrivateKey()),
-			"SUPERAGENT_GITHUB_API_URL":        gh.URL,
-			"SUPERAGENT_GITHUB_WEBHOOK_SECRET": secret,
-			"SUPERAGENT_MODEL_BASE_URL":        model.URL(),
-			"SUPERAGENT_MODEL_API_KEY":         "sk-test-lifecycle-key-0001",
-			"SUPERAGENT_MODEL":                 "executor-model",
-			"SUPERAGENT_ROUTER_MODEL":          "router-model",
-			"SUPERAGENT_ROUTING_DEBOUNCE":      "100ms",
-		}, "serve")
+		p := start(t, "serve", serviceEnv(t, dbURL, gh, model, secret, token), "serve")
 		p.waitHTTP("/readyz", 30*time.Second)
 
 		installApp(t, p, secret, "story-install", dbURL)

@@ -231,9 +231,7 @@ func repoRouter(req fakeopenai.Request) fakeopenai.Reply {
 			"title": "Fix the login page typo", "note": "explicit request from an allowed member; it names no repository"}}})
 		calls = append(calls, fakeopenai.Call("", "orchestrator_route", string(args)))
 	}
-	for _, m := range forwardable.FindAllStringSubmatch(last.Content, -1) {
-		calls = append(calls, fakeopenai.Call("", "orchestrator_forward", `{"report":`+m[1]+`}`))
-	}
+	calls = append(calls, forwards(last.Content)...)
 	if len(calls) == 0 {
 		return fakeopenai.Text("Noted.")
 	}

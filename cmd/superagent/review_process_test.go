@@ -106,19 +106,8 @@ func TestLabeledIssueToMergedPullRequest(t *testing.T) {
 		t.Skip("bwrap is not installed")
 	}
 	databases(t, func(t *testing.T, dbURL string) {
-		gh := fakegithub.New(t)
-		bare := gh.AddRepo(t, helloRepo, "main", map[string]string{
-			"README.md": "# Hello World\n\nThis projetc says hello.\n",
-			"test.sh":   "#!/bin/sh\nif grep -q projetc README.md; then echo 'typo still there'; exit 1; fi\necho ok\n",
-		})
-		gh.SetPermission(helloRepo, "Codertocat", "write")
-		model := fakeopenai.New(t)
-		model.Fallback(fakeopenai.Respond(func(req fakeopenai.Request) fakeopenai.Reply {
-			if req.Model == "router-model" {
-				return router(req)
-			}
-			return reviewer(req)
-		}))
+		gh, bare := typoRepo(t)
+		model := scriptedModel(t, reviewer)
 		const secret, token = "review-webhook-secret", "review-admin-token-0123456789"
 		dataDir := t.TempDir()
 		p, _ := serveFor(t, dbURL, gh, model, secret, token, map[string]string{"SUPERAGENT_DATA_DIR": dataDir, "SUPERAGENT_GITHUB_TRIGGER_LABEL": "agent-please"})

@@ -814,9 +814,7 @@ func (r *replay) route(req fakeopenai.Request) fakeopenai.Reply {
 	}
 	// A Report's question for a person is forwarded unchanged, as the
 	// main Session is told to.
-	for _, m := range forwardable.FindAllStringSubmatch(last.Content, -1) {
-		calls = append(calls, fakeopenai.Call("", "orchestrator_forward", `{"report":`+m[1]+`}`))
-	}
+	calls = append(calls, forwards(last.Content)...)
 	if len(calls) == 0 {
 		return fakeopenai.Text("Noted.")
 	}
@@ -826,6 +824,16 @@ func (r *replay) route(req fakeopenai.Request) fakeopenai.Reply {
 // forwardable finds, in a main Session turn, the Reports the host says may
 // be forwarded as they are.
 var forwardable = regexp.MustCompile(`orchestrator_forward \{"report": ([0-9]+)\}`)
+
+// forwards are the orchestrator_forward calls for every Report a main
+// Session turn's content says may be forwarded as it is.
+func forwards(content string) []fakeopenai.ToolCall {
+	var calls []fakeopenai.ToolCall
+	for _, m := range forwardable.FindAllStringSubmatch(content, -1) {
+		calls = append(calls, fakeopenai.Call("", "orchestrator_forward", `{"report":`+m[1]+`}`))
+	}
+	return calls
+}
 
 var assignment = regexp.MustCompile(`Assignment: ticket [0-9]+ "([^"]*)"`)
 

@@ -17,7 +17,6 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
-	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 )
 
 // apiCall makes an /api request to p with the admin token (none when
@@ -60,13 +59,7 @@ func TestRepositorySetupAndSecretThroughTheBinary(t *testing.T) {
 				"echo \"token is $API_TOKEN\"\nif grep -q projetc README.md; then echo 'typo still there'; exit 1; fi\necho ok\n",
 		})
 		gh.SetPermission(helloRepo, "Codertocat", "write")
-		model := fakeopenai.New(t)
-		model.Fallback(fakeopenai.Respond(func(req fakeopenai.Request) fakeopenai.Reply {
-			if req.Model == "router-model" {
-				return router(req)
-			}
-			return readmeFixer(req)
-		}))
+		model := scriptedModel(t, readmeFixer)
 		const secret, token = "setup-webhook-secret", "setup-admin-token-0123456789"
 		p, d := serveFor(t, dbURL, gh, model, secret, token, map[string]string{"SUPERAGENT_SECRETS_KEY": strings.Repeat("5a", 32)})
 		code, body := apiCall(t, p, "PUT", "/api/repos/"+helloRepo+"/secrets/API_TOKEN", `{"value":"`+value+`"}`, token)
