@@ -184,7 +184,7 @@ func (s *Store) Admit(ctx context.Context, tx *db.Tx, in NewCard, limit int, hoo
 	if !in.Addressed && thread.BotSpoke && in.Author.Type == AuthorUser {
 		in.Addressed, in.AddressedWhy = true, "reply"
 	}
-	subscribers, err := s.Subscribers(ctx, tx, thread.ID)
+	subscribers, err := s.followersOf(ctx, tx, thread.ID, thread.Key, live)
 	if err != nil {
 		return Card{}, err
 	}

@@ -353,8 +353,12 @@ ON CONFLICT (ticket_id, thread_id) DO NOTHING`, ticketID, threadID, s.nowUTC())
 // Subscribers lists the live Tickets (not done or cancelled) that follow
 // a Thread, lowest id first.
 func (s *Store) Subscribers(ctx context.Context, q db.Querier, threadID int64) ([]int64, error) {
-	return s.followers(ctx, q, threadID, "t.state NOT IN ('done', 'cancelled')")
+	return s.followers(ctx, q, threadID, live)
 }
+
+// live is the condition on t of a Ticket that is neither done nor
+// cancelled.
+const live = "t.state NOT IN ('done', 'cancelled')"
 
 // followers lists the Tickets matching which (a condition on t, the
 // Ticket) that follow a Thread, lowest id first.
@@ -365,6 +369,12 @@ func (s *Store) followers(ctx context.Context, q db.Querier, threadID int64, whi
 	if err := q.QueryRow(ctx, "SELECT key FROM threads WHERE id = $1", threadID).Scan(&key); err != nil && !errors.Is(err, db.ErrNoRows) {
 		return nil, fmt.Errorf("listing followers of thread %d: %w", threadID, err)
 	}
+	return s.followersOf(ctx, q, threadID, key, which)
+}
+
+// followersOf is followers for the Thread threadID whose key the caller
+// already holds.
+func (s *Store) followersOf(ctx context.Context, q db.Querier, threadID int64, key, which string) ([]int64, error) {
 	parent, _, _ := strings.Cut(key, "/review-thread/")
 	ids, err := queryAll(ctx, q, fmt.Sprintf("listing followers of thread %d", threadID), func(row scanner) (int64, error) {
 		var id int64

@@ -23,8 +23,9 @@ import (
 // for batches that arrived after it.
 type committer struct {
 	// write stores deliveries inside tx and returns, in order, each one's id
-	// and whether it was a duplicate.
-	write func(ctx context.Context, tx *db.Tx, ds []Delivery) ([]written, error)
+	// and whether it was a duplicate. read[i], when not nil, is ds[i]'s
+	// payload as read on arrival, for write to process it there and then.
+	write func(ctx context.Context, tx *db.Tx, ds []Delivery, read []*ghEvent) ([]written, error)
 	d     *db.DB
 	// max caps a batch; slots is how many batches may be written at once.
 	max, slots int
@@ -37,6 +38,7 @@ type committer struct {
 type pendingDelivery struct {
 	ctx      context.Context
 	d        Delivery
+	read     *ghEvent
 	promoted bool          // chosen to lead a batch (under mu)
 	lead     chan struct{} // closed when this request is to write a batch
 	done     chan struct{} // closed when the result is set
@@ -55,8 +57,8 @@ type written struct {
 // that happens to lead it.
 const batchTimeout = 30 * time.Second
 
-func (c *committer) submit(ctx context.Context, d Delivery) (int64, bool, error) {
-	p := &pendingDelivery{ctx: ctx, d: d, lead: make(chan struct{}), done: make(chan struct{})}
+func (c *committer) submit(ctx context.Context, d Delivery, read *ghEvent) (int64, bool, error) {
+	p := &pendingDelivery{ctx: ctx, d: d, read: read, lead: make(chan struct{}), done: make(chan struct{})}
 	c.mu.Lock()
 	c.pending = append(c.pending, p)
 	if c.running < c.slots {
@@ -110,7 +112,9 @@ func (c *committer) submit(ctx context.Context, d Delivery) (int64, bool, error)
 }
 
 // writeBatch writes the batch in one transaction; if that fails, each
-// delivery is tried on its own so that one bad row fails only itself.
+// delivery is tried on its own, and without its payload read on arrival,
+// so that one bad row, or one card that cannot be made, fails only itself
+// and never an acknowledgement: its job makes the card.
 func (c *committer) writeBatch(batch []*pendingDelivery) {
 	defer func() {
 		for _, p := range batch {
@@ -128,35 +132,43 @@ func (c *committer) writeBatch(batch []*pendingDelivery) {
 	if len(live) == 0 {
 		return
 	}
-	if len(live) > 1 {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), batchTimeout)
-		ds := make([]Delivery, len(live))
-		for i, p := range live {
-			ds[i] = p.d
-		}
-		var out []written
-		err := c.d.InTx(ctx, func(tx *db.Tx) error {
-			var err error
-			out, err = c.write(ctx, tx, ds)
-			return err
-		})
-		cancel()
-		if err == nil {
-			for i, p := range live {
-				p.id, p.dup = out[i].id, out[i].dup
-			}
-			return
-		}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), batchTimeout)
+	err := c.tryWrite(ctx, live, true)
+	cancel()
+	if err == nil {
+		return
+	}
+	if len(live) == 1 && live[0].read == nil {
+		live[0].err = err
+		return
 	}
 	for _, p := range live {
-		var out []written
-		p.err = c.d.InTx(p.ctx, func(tx *db.Tx) error {
-			var err error
-			out, err = c.write(p.ctx, tx, []Delivery{p.d})
-			return err
-		})
-		if p.err == nil {
-			p.id, p.dup = out[0].id, out[0].dup
+		p.err = c.tryWrite(p.ctx, []*pendingDelivery{p}, false)
+	}
+}
+
+// tryWrite writes ps in one transaction and, if it commits, sets their
+// ids.
+func (c *committer) tryWrite(ctx context.Context, ps []*pendingDelivery, withRead bool) error {
+	ds := make([]Delivery, len(ps))
+	read := make([]*ghEvent, len(ps))
+	for i, p := range ps {
+		ds[i] = p.d
+		if withRead {
+			read[i] = p.read
 		}
 	}
+	var out []written
+	err := c.d.InTx(ctx, func(tx *db.Tx) error {
+		var err error
+		out, err = c.write(ctx, tx, ds, read)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i, p := range ps {
+		p.id, p.dup = out[i].id, out[i].dup
+	}
+	return nil
 }

@@ -20,7 +20,7 @@ import (
 func TestCommitterGroupsAndIsolates(t *testing.T) {
 	t.Parallel()
 	d := dbtest.SQLite(t)
-	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, ds []Delivery) ([]written, error) {
+	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, ds []Delivery, _ []*ghEvent) ([]written, error) {
 		out := make([]written, len(ds))
 		for i, dl := range ds {
 			if dl.DedupeKey == "poison" {
@@ -47,7 +47,7 @@ func TestCommitterGroupsAndIsolates(t *testing.T) {
 	submit := func(key string) {
 		defer wg.Done()
 		dl := Delivery{Source: "github", DedupeKey: key, Event: "issues", Body: []byte("{}"), ReceivedAt: time.Now().UTC(), State: DeliveryIgnored}
-		id, dup, err := c.submit(context.Background(), dl)
+		id, dup, err := c.submit(context.Background(), dl, nil)
 		results <- result{key, id, dup, err}
 	}
 	for i := range n {
@@ -92,15 +92,15 @@ func TestCommitterGroupsAndIsolates(t *testing.T) {
 func TestCommitterSkipsEndedRequests(t *testing.T) {
 	t.Parallel()
 	d := dbtest.SQLite(t)
-	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, ds []Delivery) ([]written, error) {
+	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, ds []Delivery, _ []*ghEvent) ([]written, error) {
 		id, dup, err := insertDelivery(ctx, tx, ds[0])
 		return []written{{id, dup}}, err
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := c.submit(ctx, Delivery{Source: "github", DedupeKey: "gone", Event: "issues", ReceivedAt: time.Now().UTC(), State: DeliveryIgnored})
+	_, _, err := c.submit(ctx, Delivery{Source: "github", DedupeKey: "gone", Event: "issues", ReceivedAt: time.Now().UTC(), State: DeliveryIgnored}, nil)
 	require.ErrorIs(t, err, context.Canceled)
-	id, dup, err := c.submit(context.Background(), Delivery{Source: "github", DedupeKey: "gone", Event: "issues", ReceivedAt: time.Now().UTC(), State: DeliveryIgnored})
+	id, dup, err := c.submit(context.Background(), Delivery{Source: "github", DedupeKey: "gone", Event: "issues", ReceivedAt: time.Now().UTC(), State: DeliveryIgnored}, nil)
 	require.NoError(t, err)
 	require.False(t, dup)
 	require.NotZero(t, id)

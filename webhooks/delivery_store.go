@@ -34,6 +34,11 @@ type Delivery struct {
 	State      string
 	// Error says why a delivery failed or was ignored.
 	Error string
+
+	// storing is set while the transaction that stores the delivery
+	// processes it (see processOnArrival): its state is then known to be
+	// received without reading it, as no other transaction can see it yet.
+	storing bool
 }
 
 // ErrDeliveryNotFound is returned for an unknown delivery.

@@ -127,7 +127,7 @@ func (s *Service) storeFeishu(ctx context.Context, plain []byte) (dup bool, err 
 	if len(d.Event) > 100 {
 		d.Event = d.Event[:100]
 	}
-	_, dup, err = s.record(ctx, d)
+	_, dup, err = s.record(ctx, d, nil)
 	if err != nil {
 		return false, fmt.Errorf("storing feishu event: %w", err)
 	}

@@ -73,11 +73,11 @@ func (s *Service) feishuPerson(ctx context.Context, openID string) string {
 
 // personName returns the name of the person who holds the account, or
 // fallback when nobody does.
-func (s *Service) personName(ctx context.Context, kind, value, fallback string) string {
+func (s *Service) personName(ctx context.Context, q db.Querier, kind, value, fallback string) string {
 	if s.people == nil {
 		return fallback
 	}
-	p, ok, err := s.people.By(ctx, s.d, kind, value)
+	p, ok, err := s.people.By(ctx, q, kind, value)
 	if err != nil {
 		s.logger.Warn("resolving a card's author", "kind", kind, "error", err)
 		return fallback

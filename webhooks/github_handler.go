@@ -70,15 +70,19 @@ func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
 			d.Headers[h] = v
 		}
 	}
-	// The body is not parsed here, not even validated: that is the job's
-	// work (a malformed payload is recorded failed there), and this path
-	// must stay as short as a plain insert.
 	outcome := "accepted"
-	if !githubEvents[event] {
+	var read *ghEvent
+	if githubEvents[event] {
+		// Read here, in the request's goroutine and outside the
+		// transaction every request shares, the payload lets the card be
+		// made in the transaction that stores the delivery, with no job:
+		// its signature checked out, and it is read as any job reads it.
+		read = s.readOnArrival(d)
+	} else {
 		// Kept as a record, without the body nobody will read.
 		d.State, d.Error, d.Body, outcome = DeliveryIgnored, "event "+event+" is not processed", nil, "ignored"
 	}
-	id, dup, err := s.record(r.Context(), d)
+	id, dup, err := s.record(r.Context(), d, read)
 	if err != nil {
 		return err
 	}
@@ -94,23 +98,17 @@ func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
 
 // record writes the delivery and, when it is to be processed, its job,
 // in one transaction, which concurrent requests may share (see committer).
-func (s *Service) record(ctx context.Context, d Delivery) (id int64, dup bool, err error) {
-	id, dup, err = s.commits.submit(ctx, d)
-	if err == nil && !dup {
-		// One line per delivery the service took on; those it keeps only
-		// as a record (unknown events) are not part of the work's story.
-		level := slog.LevelInfo
-		if d.State != DeliveryReceived {
-			level = slog.LevelDebug
-		}
-		s.logger.Log(ctx, level, "delivery stored", "delivery", id, "source", d.Source, "event", d.Event, "state", d.State)
-	}
-	return id, dup, err
+// read, when not nil, is the payload read on arrival: the card is then
+// made in that same transaction when nothing it needs is outside the
+// database, and no job is needed.
+func (s *Service) record(ctx context.Context, d Delivery, read *ghEvent) (id int64, dup bool, err error) {
+	return s.commits.submit(ctx, d, read)
 }
 
-// writeDeliveries stores deliveries inside tx and enqueues one job that
-// processes those that are new and to be processed, together.
-func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery) ([]written, error) {
+// writeDeliveries stores deliveries inside tx, processes there those read
+// on arrival that it can, and enqueues one job that processes the rest
+// that are new and to be processed, together.
+func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery, read []*ghEvent) ([]written, error) {
 	out := make([]written, len(ds))
 	var work []int64
 	for i, d := range ds {
@@ -119,9 +117,33 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery)
 			return nil, err
 		}
 		out[i] = written{id: id, dup: dup}
-		if !dup && d.State == DeliveryReceived {
-			work = append(work, id)
+		if dup {
+			continue
 		}
+		d.ID = id
+		tx.AfterCommit(func() {
+			// One line per delivery the service took on; those it keeps
+			// only as a record (unknown events) are not part of the
+			// work's story.
+			level := slog.LevelInfo
+			if d.State != DeliveryReceived {
+				level = slog.LevelDebug
+			}
+			s.logger.Log(ctx, level, "delivery stored", "delivery", id, "source", d.Source, "event", d.Event, "state", d.State)
+		})
+		if d.State != DeliveryReceived {
+			continue
+		}
+		if i < len(read) && read[i] != nil {
+			done, err := s.processOnArrival(ctx, tx, d, *read[i])
+			if err != nil {
+				return nil, fmt.Errorf("processing delivery %d on arrival: %w", id, err)
+			}
+			if done {
+				continue
+			}
+		}
+		work = append(work, id)
 	}
 	if len(work) > 0 {
 		if _, err := s.q.InsertTx(ctx, tx, processArgs(work), nil); err != nil {

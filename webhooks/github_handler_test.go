@@ -185,24 +185,51 @@ func TestRefusedFromTheHeadersAlone(t *testing.T) {
 
 func TestRedelivery(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		e := setup(t, d)
-		body := fixture(t, "issue_comment/created.payload.json")
-		guid := e.guid()
-		first := e.send(t, e.request(t, "issue_comment", guid, body))
-		require.Equal(t, http.StatusAccepted, first.Status)
-		again := e.send(t, e.request(t, "issue_comment", guid, body))
-		require.Equal(t, http.StatusOK, again.Status)
-		require.Equal(t, "duplicate", again.State)
+	for _, c := range arrivals {
+		t.Run(c.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, d *db.DB) {
+				e := setup(t, d)
+				body := c.body(t, fixture(t, "issue_comment/created.payload.json"))
+				guid := e.guid()
+				first := e.send(t, e.request(t, "issue_comment", guid, body))
+				require.Equal(t, http.StatusAccepted, first.Status)
+				again := e.send(t, e.request(t, "issue_comment", guid, body))
+				require.Equal(t, http.StatusOK, again.Status)
+				require.Equal(t, "duplicate", again.State)
 
-		// Only one job was enqueued; working it twice (a retried job) makes
-		// one card.
-		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM river_job WHERE kind = 'ingest_delivery'"))
-		e.work(t, first.Delivery)
-		e.work(t, first.Delivery)
-		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM cards"))
-		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM deliveries"))
-		require.Len(t, e.hooked, 1)
+				// At most one job was enqueued; working the delivery twice
+				// (a retried job) makes one card, whether or not it was
+				// made on arrival.
+				require.Equal(t, c.jobs, count(t, d, "SELECT COUNT(*) FROM river_job WHERE kind = 'ingest_delivery'"))
+				e.work(t, first.Delivery)
+				e.work(t, first.Delivery)
+				require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM cards"))
+				require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM deliveries"))
+				require.Len(t, e.hooked, 1)
+			})
+		})
+	}
+}
+
+// arrivals are the two ways a delivery becomes a card: on arrival, in the
+// transaction that stores it, when all it needs is in the database (the
+// fixture repositories have no installation, so their authors' permission
+// is "unknown" without asking); or by its job, when the payload names an
+// installation and the author's permission is not cached.
+var arrivals = []struct {
+	name string
+	body func(t testing.TB, body []byte) []byte
+	jobs int
+}{
+	{name: "on arrival", body: func(_ testing.TB, b []byte) []byte { return b }, jobs: 0},
+	{name: "by its job", body: throughInstallation, jobs: 1},
+}
+
+// throughInstallation makes a payload come through installation 1, as an
+// App's deliveries do.
+func throughInstallation(t testing.TB, body []byte) []byte {
+	return patch(t, body, func(m map[string]any) {
+		m["installation"] = map[string]any{"id": 1, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ=="}
 	})
 }
 
@@ -269,18 +296,26 @@ func TestMetrics(t *testing.T) {
 			got[labels["event"]+"/"+labels["outcome"]] += m.GetCounter().GetValue()
 		}
 	}
+	// The accepted delivery was also processed: its card was made on
+	// arrival (the fixture's repository has no installation to ask).
 	require.Equal(t, map[string]float64{
-		"issues/accepted": 1, "issues/duplicate": 1, "other/ignored": 1, "issues/rejected": 1,
+		"issues/accepted": 1, "issues/processed": 1, "issues/duplicate": 1, "other/ignored": 1, "issues/rejected": 1,
 	}, got)
 }
 
 // TestBurst posts many deliveries at once, each twice: every 2xx delivery
-// is stored once and makes exactly one card.
+// is stored once and makes exactly one card, on arrival or by its job.
 func TestBurst(t *testing.T) {
 	t.Parallel()
+	for _, c := range arrivals {
+		t.Run(c.name, func(t *testing.T) { burst(t, c.body, c.jobs > 0) })
+	}
+}
+
+func burst(t *testing.T, prepare func(testing.TB, []byte) []byte, byJobs bool) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		e := setup(t, d)
-		body := fixture(t, "issue_comment/created.payload.json")
+		body := prepare(t, fixture(t, "issue_comment/created.payload.json"))
 		const n = 30
 		guids := make([]string, n)
 		for i := range guids {
@@ -334,7 +369,13 @@ func TestBurst(t *testing.T) {
 			}
 		}
 		require.NoError(t, rows.Err())
-		require.ElementsMatch(t, accepted, named)
+		if !byJobs {
+			require.Empty(t, named, "every card was made on arrival")
+			require.Equal(t, n, count(t, d, "SELECT COUNT(*) FROM cards"))
+		} else {
+			require.ElementsMatch(t, accepted, named)
+			require.Zero(t, count(t, d, "SELECT COUNT(*) FROM cards"))
+		}
 
 		// Working the jobs as stored makes every card, once.
 		for _, args := range jobs {

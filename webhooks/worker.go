@@ -213,42 +213,8 @@ func (s *Service) decideGitHub(ctx context.Context, d Delivery, attempt int) (st
 	if err != nil {
 		return s.finishing(d, DeliveryFailed, err.Error()), nil
 	}
-	outcome, err := s.decideGitHubEvent(ctx, d, ev, attempt)
-	if err != nil || ev.Repo == nil {
-		return outcome, err
-	}
-	repo := ev.Repo
-	return func(ctx context.Context, tx *db.Tx) error {
-		if err := githubapp.RecordRepository(ctx, tx, repo.GetID(), repo.GetDefaultBranch(), repo.GetDescription()); err != nil {
-			return err
-		}
-		return outcome(ctx, tx)
-	}, nil
-}
-
-func (s *Service) decideGitHubEvent(ctx context.Context, d Delivery, ev ghEvent, attempt int) (step, error) {
-	switch {
-	case ev.Drop != "":
-		return s.finishing(d, DeliveryIgnored, ev.Drop), nil
-	case ev.Install != nil:
-		change := *ev.Install
-		return func(ctx context.Context, tx *db.Tx) error {
-			if err := applyInstallChange(ctx, tx, change, s.now()); err != nil {
-				return err
-			}
-			tx.AfterCommit(func() { s.metrics.count(d.Source, d.Event, "processed") })
-			return finishDelivery(ctx, tx, d.ID, DeliveryProcessed, "", s.now())
-		}, nil
-	case ev.Card == nil:
-		return s.finishing(d, DeliveryIgnored, "nothing to do"), nil
-	}
-
-	c := ev.Card
-	c.DeliveryID = d.ID
-	if c.Author.Type == tickets.AuthorUser && c.Author.Login != "" {
-		c.Author.Name = s.personName(ctx, people.KindGitHub, c.Author.Login, c.Author.Name)
-	}
-	if c.Author.Type == tickets.AuthorUser && c.Author.Login != "" {
+	if c := ev.Card; c != nil && c.Author.Type == tickets.AuthorUser && c.Author.Login != "" {
+		c.Author.Name = s.personName(ctx, s.d, people.KindGitHub, c.Author.Login, c.Author.Name)
 		perm, err := s.perms.Level(ctx, ev.InstallationID, c.Owner, c.Name, c.Author.Login)
 		if err != nil {
 			if attempt < permissionAttempts {
@@ -259,7 +225,44 @@ func (s *Service) decideGitHubEvent(ctx context.Context, d Delivery, ev ghEvent,
 		}
 		c.Author.Permission = perm
 	}
+	return s.githubStep(d, ev), nil
+}
 
+// githubStep is the outcome of a GitHub delivery whose event was read and
+// whose card's author, if any, is known: the repository's facts recorded,
+// then the card, the installation change, or the reason nothing is made.
+func (s *Service) githubStep(d Delivery, ev ghEvent) step {
+	outcome := s.eventStep(d, ev)
+	if ev.Repo == nil {
+		return outcome
+	}
+	repo := ev.Repo
+	return func(ctx context.Context, tx *db.Tx) error {
+		if err := githubapp.RecordRepository(ctx, tx, repo.GetID(), repo.GetDefaultBranch(), repo.GetDescription()); err != nil {
+			return err
+		}
+		return outcome(ctx, tx)
+	}
+}
+
+func (s *Service) eventStep(d Delivery, ev ghEvent) step {
+	switch {
+	case ev.Drop != "":
+		return s.finishing(d, DeliveryIgnored, ev.Drop)
+	case ev.Install != nil:
+		change := *ev.Install
+		return func(ctx context.Context, tx *db.Tx) error {
+			if err := applyInstallChange(ctx, tx, change, s.now()); err != nil {
+				return err
+			}
+			tx.AfterCommit(func() { s.metrics.count(d.Source, d.Event, "processed") })
+			return finishDelivery(ctx, tx, d.ID, DeliveryProcessed, "", s.now())
+		}
+	case ev.Card == nil:
+		return s.finishing(d, DeliveryIgnored, "nothing to do")
+	}
+	c := ev.Card
+	c.DeliveryID = d.ID
 	return s.admitting(d, c.NewCard, func(ctx context.Context, tx *db.Tx, nc *tickets.NewCard) (string, error) {
 		if c.Branch == "" {
 			return "", nil
@@ -270,7 +273,46 @@ func (s *Service) decideGitHubEvent(ctx context.Context, d Delivery, ev ghEvent,
 			return "", err
 		}
 		return "branch " + c.Branch + " does not matter", nil
-	}), nil
+	})
+}
+
+// readOnArrival reads a GitHub delivery's payload as it arrives, outside
+// any transaction, so that its card can be made in the transaction that
+// stores it (see processOnArrival). It returns nil when that is not to be
+// tried: the App's slug is not known yet (learning it takes a call to
+// GitHub) or the payload does not read; the job then does what it always
+// did, failing a malformed payload there.
+func (s *Service) readOnArrival(d Delivery) *ghEvent {
+	s.slugMu.Lock()
+	slug, known := s.slug, s.slug != "" || s.gh == nil
+	s.slugMu.Unlock()
+	if !known {
+		return nil
+	}
+	ev, err := readPayload(s, d, func() (ghEvent, error) { return parseGitHubWith(d.Event, d.Body, slug, s.cfg.GitHub.TriggerLabel) })
+	if err != nil {
+		return nil
+	}
+	return &ev
+}
+
+// processOnArrival processes a GitHub delivery, just stored in tx and read
+// by readOnArrival, inside that transaction, when nothing it needs is
+// outside the database: done is false when the card's author's permission
+// is not cached (asking GitHub is the job's work, never the
+// acknowledgement's). An error rolls tx back; the committer then stores
+// the delivery again for its job alone.
+func (s *Service) processOnArrival(ctx context.Context, tx *db.Tx, d Delivery, ev ghEvent) (done bool, err error) {
+	if c := ev.Card; c != nil && c.Author.Type == tickets.AuthorUser && c.Author.Login != "" {
+		perm, ok, err := s.perms.Cached(ctx, tx, ev.InstallationID, c.Owner, c.Name, c.Author.Login)
+		if err != nil || !ok {
+			return false, err
+		}
+		c.Author.Permission = perm
+		c.Author.Name = s.personName(ctx, tx, people.KindGitHub, c.Author.Login, c.Author.Name)
+	}
+	d.storing = true
+	return true, s.githubStep(d, ev)(ctx, tx)
 }
 
 // readPayload runs parse, the pure decoding of d's payload, and turns a
@@ -305,12 +347,14 @@ type admitCheck func(ctx context.Context, tx *db.Tx, nc *tickets.NewCard) (strin
 func (s *Service) admitting(d Delivery, in tickets.NewCard, check admitCheck) step {
 	return func(ctx context.Context, tx *db.Tx) error {
 		nc := in
-		var state string
-		if err := tx.QueryRow(ctx, "SELECT state FROM deliveries WHERE id = $1", d.ID).Scan(&state); err != nil {
-			return fmt.Errorf("reading state of delivery %d: %w", d.ID, err)
-		}
-		if state != DeliveryReceived {
-			return nil
+		if !d.storing {
+			var state string
+			if err := tx.QueryRow(ctx, "SELECT state FROM deliveries WHERE id = $1", d.ID).Scan(&state); err != nil {
+				return fmt.Errorf("reading state of delivery %d: %w", d.ID, err)
+			}
+			if state != DeliveryReceived {
+				return nil
+			}
 		}
 		if check != nil {
 			reason, err := check(ctx, tx, &nc)

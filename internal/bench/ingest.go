@@ -55,7 +55,7 @@ func ingest(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
 // latencies are the acknowledgements'.
 func carded(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
 	// Whatever the earlier measurements left is not this one's work.
-	for _, stmt := range []string{"DELETE FROM river_job", "DELETE FROM deliveries"} {
+	for _, stmt := range []string{"DELETE FROM river_job", "DELETE FROM follow_up_notices", "DELETE FROM cards", "DELETE FROM deliveries"} {
 		if _, err := d.Exec(ctx, stmt); err != nil {
 			return result{}, err
 		}

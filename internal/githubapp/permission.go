@@ -29,35 +29,17 @@ type PermissionCache struct {
 // covering the repository is used, and without one the level is
 // "unknown".
 func (p *PermissionCache) Level(ctx context.Context, installationID int64, owner, name, login string) (string, error) {
-	if p.Client == nil {
-		return "unknown", nil
+	perm, ok, err := p.Cached(ctx, p.DB, installationID, owner, name, login)
+	if err != nil || ok {
+		return perm, err
 	}
 	if installationID == 0 {
-		id, err := InstallationFor(ctx, p.DB, owner+"/"+name)
-		if err != nil || id == 0 {
-			return "unknown", err
+		if installationID, err = InstallationFor(ctx, p.DB, owner+"/"+name); err != nil {
+			return "", err
 		}
-		installationID = id
-	}
-	ttl := p.TTL
-	if ttl <= 0 {
-		ttl = 10 * time.Minute
-	}
-	now := time.Now
-	if p.Now != nil {
-		now = p.Now
 	}
 	repo := strings.ToLower(owner + "/" + name)
 	key := strings.ToLower(login)
-	var perm string
-	var fetched time.Time
-	err := p.DB.QueryRow(ctx, "SELECT permission, fetched_at FROM github_permissions WHERE repo = $1 AND login = $2", repo, key).Scan(&perm, &fetched)
-	switch {
-	case err == nil && now().UTC().Sub(fetched) < ttl:
-		return perm, nil
-	case err != nil && !errors.Is(err, db.ErrNoRows):
-		return "", fmt.Errorf("reading cached permission of %s on %s: %w", login, repo, err)
-	}
 	perm, err = p.Client.Permission(ctx, installationID, owner, name, login)
 	if err != nil {
 		return "", err
@@ -65,8 +47,49 @@ func (p *PermissionCache) Level(ctx context.Context, installationID int64, owner
 	if _, err := p.DB.Exec(ctx, `
 INSERT INTO github_permissions (repo, login, permission, fetched_at) VALUES ($1, $2, $3, $4)
 ON CONFLICT (repo, login) DO UPDATE SET permission = excluded.permission, fetched_at = excluded.fetched_at`,
-		repo, key, perm, now().UTC()); err != nil {
+		repo, key, perm, p.now().UTC()); err != nil {
 		return "", fmt.Errorf("caching permission of %s on %s: %w", login, repo, err)
 	}
 	return perm, nil
+}
+
+// Cached answers Level from what q holds, without asking GitHub: ok is
+// false when the level is not cached or no longer fresh. Reading through
+// q lets a caller ask inside its own transaction.
+func (p *PermissionCache) Cached(ctx context.Context, q db.Querier, installationID int64, owner, name, login string) (perm string, ok bool, err error) {
+	if p.Client == nil {
+		return "unknown", true, nil
+	}
+	if installationID == 0 {
+		id, err := InstallationFor(ctx, q, owner+"/"+name)
+		if err != nil {
+			return "", false, err
+		}
+		if id == 0 {
+			return "unknown", true, nil
+		}
+	}
+	ttl := p.TTL
+	if ttl <= 0 {
+		ttl = 10 * time.Minute
+	}
+	repo := strings.ToLower(owner + "/" + name)
+	var fetched time.Time
+	err = q.QueryRow(ctx, "SELECT permission, fetched_at FROM github_permissions WHERE repo = $1 AND login = $2", repo, strings.ToLower(login)).Scan(&perm, &fetched)
+	switch {
+	case errors.Is(err, db.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("reading cached permission of %s on %s: %w", login, repo, err)
+	case p.now().UTC().Sub(fetched) >= ttl:
+		return "", false, nil
+	}
+	return perm, true, nil
+}
+
+func (p *PermissionCache) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
 }
