@@ -29,9 +29,10 @@ var issueComment []byte
 const benchSecret = "bench-webhook-secret"
 
 // ingest posts signed GitHub deliveries to the real webhook handler over
-// loopback HTTP: verify, store the delivery and enqueue its job in one
-// transaction, answer 202. Workers are not running, so the figure is the
-// acknowledgement path GitHub waits on.
+// loopback HTTP: verify, read the payload, store the delivery with its card
+// (or, when the card needs GitHub, its job) in one transaction, answer 202.
+// Workers are not running, so the figure is the acknowledgement path
+// GitHub waits on.
 func ingest(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
 	q := queue.New(d, queue.Config{InsertOnly: true, ID: "bench-ingest"})
 	svc, err := webhooks.New(webhooks.Config{GitHub: webhooks.GitHubConfig{WebhookSecret: benchSecret, Slug: "superagent-bench"}}, d, q, nil, nil, slog.New(slog.DiscardHandler))
