@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/superagent-dev/superagent/internal/db"
 )
@@ -384,4 +387,29 @@ func TestConcurrentQueriesShareTheCache(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
+}
+
+// Functions that take modernc's own connection reach it through the
+// wrapper, and database/sql still sees the column types modernc reports.
+func TestWrappedConnectionKeepsModerncsExtras(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := openNumbers(t, 1)
+	conn, err := d.SQL.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+
+	columns, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_COLUMN, -1)
+	require.NoError(t, err)
+	require.Positive(t, columns)
+
+	rows, err := conn.QueryContext(ctx, "SELECT n, label FROM nums")
+	require.NoError(t, err)
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	require.NoError(t, err)
+	require.Equal(t, "INTEGER", types[0].DatabaseTypeName())
+	require.Equal(t, "TEXT", types[1].DatabaseTypeName())
+	require.Equal(t, reflect.TypeFor[string](), types[1].ScanType())
+	require.NoError(t, rows.Err())
 }
