@@ -168,10 +168,11 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	if f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600); err == nil {
 		_ = f.Close()
 	}
-	sqlDB, err := sql.Open("sqlite", dsn)
+	connector, err := newCachingConnector(dsn, stmtCacheSize)
 	if err != nil {
 		return nil, fmt.Errorf("opening SQLite database %s: %w", path, err)
 	}
+	sqlDB := sql.OpenDB(connector)
 	sqlDB.SetMaxOpenConns(1)
 	sqlDB.SetConnMaxIdleTime(0)
 	sqlDB.SetConnMaxLifetime(0)
