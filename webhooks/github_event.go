@@ -1,7 +1,9 @@
 package webhooks
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -109,6 +111,35 @@ func parseGitHub(event string, body []byte, bot string) (ghEvent, error) {
 	return parseGitHubWith(event, body, bot, DefaultTriggerLabel)
 }
 
+// actionOf reads a payload's top-level "action" without decoding the rest:
+// GitHub writes it first, so an action that is not processed costs a few
+// bytes of reading, not the whole payload (which the full decoding that
+// follows for a processed one checks anyway).
+func actionOf(body []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", errors.New("payload is not a JSON object")
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		if key, _ := t.(string); strings.EqualFold(key, "action") {
+			var action string
+			if err := dec.Decode(&action); err != nil {
+				return "", fmt.Errorf("reading action: %w", err)
+			}
+			return action, nil
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
 // parseGitHubWith turns a GitHub payload into a ghEvent. bot is the App's
 // slug: events its bot account sent are dropped, and mentions, assignments
 // and review requests of it address the bot, as does adding label to an
@@ -118,14 +149,12 @@ func parseGitHubWith(event string, body []byte, bot, label string) (ghEvent, err
 		return ghEvent{Drop: "event " + event + " is not processed"}, nil
 	}
 	if actions := githubActions[event]; actions != nil {
-		var head struct {
-			Action string `json:"action"`
-		}
-		if err := json.Unmarshal(body, &head); err != nil {
+		action, err := actionOf(body)
+		if err != nil {
 			return ghEvent{}, fmt.Errorf("parsing %s payload: %w", event, err)
 		}
-		if !actions[head.Action] {
-			return ghEvent{Drop: event + "." + head.Action + " is not processed"}, nil
+		if !actions[action] {
+			return ghEvent{Drop: event + "." + action + " is not processed"}, nil
 		}
 	}
 	payload, err := github.ParseWebHook(event, body)
