@@ -54,15 +54,15 @@ func (b *Box) logger() *slog.Logger {
 func (b *Box) Write(ctx context.Context, o tickets.Outgoing, send func(context.Context) (string, error),
 	find func(context.Context) (string, bool, error)) (string, error) {
 	st, d := b.Tickets, b.DB
-	rec, err := st.RecordIntent(ctx, d, o)
+	rec, won, err := st.RecordClaimed(ctx, d, o)
 	if err != nil {
 		return "", err
 	}
-	var won bool
-	switch rec.State {
-	case tickets.OutgoingSent:
+	switch {
+	case won:
+	case rec.State == tickets.OutgoingSent:
 		return rec.Result, nil
-	case tickets.OutgoingSending:
+	case rec.State == tickets.OutgoingSending:
 		if find != nil {
 			ref, ok, err := find(ctx)
 			if err != nil {
@@ -73,7 +73,7 @@ func (b *Box) Write(ctx context.Context, o tickets.Outgoing, send func(context.C
 			}
 		}
 		won, err = st.Reclaim(ctx, d, rec.ID, tickets.OutgoingSending)
-	case tickets.OutgoingFailed:
+	case rec.State == tickets.OutgoingFailed:
 		won, err = st.Reclaim(ctx, d, rec.ID, tickets.OutgoingFailed)
 	default:
 		won, err = st.ClaimIntent(ctx, d, rec.ID)

@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -165,4 +166,35 @@ func TestWords(t *testing.T) {
 	}{{"", 0}, {"  one ", 1}, {"two words", 2}, {"tabs\tand\nlines  count", 4}} {
 		require.Equal(t, tc.want, outbox.Words(tc.in), tc.in)
 	}
+}
+
+// TestDeliverNeverTakesAWriteBeingMade runs the main Session's Deliver
+// over and over while Write makes many writes: Write records each one
+// already claimed, so Deliver never sees one pending and never sends
+// a write that is Write's to make.
+func TestDeliverNeverTakesAWriteBeingMade(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, cancel := context.WithCancel(context.Background())
+		store := tickets.New(tickets.Config{})
+		box := &outbox.Box{DB: d, Tickets: store}
+		r := &recorder{}
+		delivered := make(chan struct{})
+		go func() {
+			defer close(delivered)
+			for ctx.Err() == nil {
+				box.Deliver(ctx, r, time.Now(), nil)
+			}
+		}()
+		const n = 150
+		for i := range n {
+			o := tickets.Outgoing{Key: fmt.Sprint("pr-comment:", i), Source: tickets.SourceGitHub, Kind: "comment", Target: "octo/hello#pull:1", Body: "fixed"}
+			ref, err := box.Write(context.Background(), o, func(context.Context) (string, error) { return fmt.Sprint("comment/", i), nil }, nil)
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprint("comment/", i), ref)
+		}
+		cancel()
+		<-delivered
+		require.Empty(t, r.sent, "Deliver sent none of Write's writes")
+	})
 }

@@ -83,6 +83,25 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9) ON CONFLICT (intent_key) 
 	return out, nil
 }
 
+// RecordClaimed stores an outgoing message already claimed (sending),
+// for a caller that sends it at once, unless one with the same key
+// exists: won reports that this call stored it, and so is to send it.
+// Recorded this way, the intent is never pending, so a Deliver running
+// meanwhile (the main Session's sender) cannot claim a write that is not
+// its own between the record and the claim.
+func (s *Store) RecordClaimed(ctx context.Context, q db.Querier, o Outgoing) (rec Outgoing, won bool, err error) {
+	now := s.nowUTC()
+	n, err := q.Exec(ctx, `
+INSERT INTO outgoing_messages (intent_key, ticket_id, card_id, source, kind, target, body, state, held, created_at, claimed_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, 'sending', FALSE, $8, $8) ON CONFLICT (intent_key) DO NOTHING`,
+		o.Key, nullID(o.TicketID), nullID(o.CardID), o.Source, o.Kind, o.Target, o.Body, now)
+	if err != nil {
+		return Outgoing{}, false, fmt.Errorf("recording outgoing %q: %w", o.Key, err)
+	}
+	rec, err = s.Intent(ctx, q, o.Key)
+	return rec, n > 0, err
+}
+
 // ClaimIntent moves a pending intent to sending and reports whether this
 // caller won it; only the winner sends.
 func (s *Store) ClaimIntent(ctx context.Context, q db.Querier, id int64) (bool, error) {
