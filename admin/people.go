@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/people"
 )
@@ -72,14 +74,14 @@ func (a *Admin) postPeople(w http.ResponseWriter, r *http.Request) error {
 	var action string
 	switch op {
 	case "add":
-		p, err = a.deps.People.Create(ctx, p)
 		action = actionPersonCreate
+		p, err = a.deps.People.Create(ctx, p, a.personRecorder(actor, action))
 	case "save":
-		p, err = a.deps.People.Update(ctx, p)
 		action = actionPersonUpdate
+		p, err = a.deps.People.Update(ctx, p, a.personRecorder(actor, action))
 	case "delete":
-		err = a.deps.People.Delete(ctx, id)
 		action = actionPersonDelete
+		err = a.deps.People.Delete(ctx, id, a.personRecorder(actor, action))
 	default:
 		return httpserver.Errorf(http.StatusBadRequest, "Unknown change %q.", op)
 	}
@@ -92,10 +94,6 @@ func (a *Admin) postPeople(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, people.ErrNotFound):
 		return httpserver.Errorf(http.StatusNotFound, "That person is no longer there; nothing was changed.")
 	case err != nil:
-		return err
-	}
-	if err := a.audit.record(ctx, a.db, auditEntry{CreatedAt: a.cfg.Now(), Actor: actor, Action: action,
-		Target: "person:" + strconv.FormatInt(id|p.ID, 10), Detail: personDetail(p)}); err != nil {
 		return err
 	}
 	a.cfg.Logger.Info("person changed", "action", action, "person", id|p.ID, "by", actor)
@@ -209,16 +207,14 @@ func (p *PeopleAPI) write(w http.ResponseWriter, r *http.Request, id int64, acti
 	body.ID = id
 	var got people.Person
 	if id == 0 {
-		got, err = s.Create(r.Context(), body)
+		got, err = s.Create(r.Context(), body, p.recorder(r, action))
 	} else {
-		got, err = s.Update(r.Context(), body)
+		got, err = s.Update(r.Context(), body, p.recorder(r, action))
 	}
 	if err := apiPersonError(err, id); err != nil {
 		return err
 	}
-	if err := p.audit(r, action, got.ID, personDetail(got)); err != nil {
-		return err
-	}
+	p.logChange(r, action, got.ID)
 	status := http.StatusOK
 	if id == 0 {
 		status = http.StatusCreated
@@ -236,12 +232,10 @@ func (p *PeopleAPI) remove(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := apiPersonError(s.Delete(r.Context(), id), id); err != nil {
+	if err := apiPersonError(s.Delete(r.Context(), id, p.recorder(r, actionPersonDelete)), id); err != nil {
 		return err
 	}
-	if err := p.audit(r, actionPersonDelete, id, ""); err != nil {
-		return err
-	}
+	p.logChange(r, actionPersonDelete, id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -259,9 +253,23 @@ func apiPersonError(err error, id int64) error {
 	return err
 }
 
-func (p *PeopleAPI) audit(r *http.Request, action string, id int64, detail string) error {
-	actor := httpserver.Actor(r.Context())
-	p.a.cfg.Logger.Info("person changed", "action", action, "person", id, "by", actor)
-	return p.a.audit.record(r.Context(), p.a.db, auditEntry{CreatedAt: p.a.cfg.Now(), Actor: actor, Action: action,
-		Target: "person:" + strconv.FormatInt(id, 10), Detail: detail})
+// personRecorder writes actor's change of a person to the activity log,
+// in the change's own transaction.
+func (a *Admin) personRecorder(actor, action string) people.Recorder {
+	return func(ctx context.Context, tx *db.Tx, changed people.Person) error {
+		detail := ""
+		if action != actionPersonDelete {
+			detail = personDetail(changed)
+		}
+		return a.audit.record(ctx, tx, auditEntry{CreatedAt: a.cfg.Now(), Actor: actor, Action: action,
+			Target: "person:" + strconv.FormatInt(changed.ID, 10), Detail: detail})
+	}
+}
+
+func (p *PeopleAPI) recorder(r *http.Request, action string) people.Recorder {
+	return p.a.personRecorder(httpserver.Actor(r.Context()), action)
+}
+
+func (p *PeopleAPI) logChange(r *http.Request, action string, id int64) {
+	p.a.cfg.Logger.Info("person changed", "action", action, "person", id, "by", httpserver.Actor(r.Context()))
 }

@@ -210,3 +210,43 @@ VALUES ($1, $1, 'csrf', $2, $3, $4, 'admin')`, id, now, now.Add(time.Hour), pers
 		require.Equal(t, []string{"token-1"}, live(), "an import ends every person's session")
 	})
 }
+
+// TestChangeAndItsRecordLandTogether: a change whose record cannot be
+// written is not made, and a record is written with the change it names.
+func TestChangeAndItsRecordLandTogether(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := people.New(d, nil)
+		failing := func(context.Context, *db.Tx, people.Person) error { return errors.New("the log is full") }
+		_, err := s.Create(ctx, people.Person{Name: "Ada", Role: "admin", GitHub: []string{"ada"}}, failing)
+		require.ErrorContains(t, err, "the log is full")
+		list, err := s.List(ctx)
+		require.NoError(t, err)
+		require.Empty(t, list, "nothing created")
+
+		var recorded []people.Person
+		record := func(_ context.Context, tx *db.Tx, p people.Person) error {
+			recorded = append(recorded, p)
+			return people.Audit(ctx, tx, time.Now(), "test", "person_change", "person", p.Name)
+		}
+		ada, err := s.Create(ctx, people.Person{Name: "Ada", Role: "admin", GitHub: []string{"ada"}}, record)
+		require.NoError(t, err)
+		require.Equal(t, ada.ID, recorded[0].ID, "the record names the stored person")
+
+		ada.Role = "member"
+		_, err = s.Update(ctx, ada, failing)
+		require.Error(t, err)
+		got, err := s.Get(ctx, d, ada.ID)
+		require.NoError(t, err)
+		require.Equal(t, "admin", got.Role, "nothing changed")
+
+		require.Error(t, s.Delete(ctx, ada.ID, failing))
+		_, err = s.Get(ctx, d, ada.ID)
+		require.NoError(t, err, "nothing removed")
+		require.NoError(t, s.Delete(ctx, ada.ID, record))
+		require.Equal(t, ada.ID, recorded[1].ID)
+		var n int
+		require.NoError(t, d.QueryRow(ctx, "SELECT COUNT(*) FROM admin_audit WHERE action = 'person_change'").Scan(&n))
+		require.Equal(t, 2, n)
+	})
+}

@@ -128,9 +128,24 @@ func (s *Store) By(ctx context.Context, q db.Querier, kind, value string) (Perso
 	return p, true, nil
 }
 
+// Recorder records a change to a person inside the transaction that makes
+// it, so the change and its record land together or not at all. p is the
+// person as changed (only the id for a removal).
+type Recorder func(ctx context.Context, tx *db.Tx, p Person) error
+
+func runAudits(ctx context.Context, tx *db.Tx, p Person, audits []Recorder) error {
+	for _, a := range audits {
+		if err := a(ctx, tx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Create stores a new person, refusing an invalid one or an account that
-// belongs to someone else.
-func (s *Store) Create(ctx context.Context, p Person) (Person, error) {
+// belongs to someone else; audit, if given, records it in the same
+// transaction.
+func (s *Store) Create(ctx context.Context, p Person, audit ...Recorder) (Person, error) {
 	p = Normalize(p)
 	if problems := Problems("person", p); len(problems) > 0 {
 		return Person{}, &InvalidError{problems}
@@ -138,8 +153,12 @@ func (s *Store) Create(ctx context.Context, p Person) (Person, error) {
 	var id int64
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
 		var err error
-		id, err = s.insert(ctx, tx, p, SourceAdmin)
-		return err
+		if id, err = s.insert(ctx, tx, p, SourceAdmin); err != nil {
+			return err
+		}
+		created := p
+		created.ID = id
+		return runAudits(ctx, tx, created, audit)
 	})
 	if err != nil {
 		return Person{}, err
@@ -147,8 +166,9 @@ func (s *Store) Create(ctx context.Context, p Person) (Person, error) {
 	return s.Get(ctx, s.db, id)
 }
 
-// Update replaces the person's name, role and accounts.
-func (s *Store) Update(ctx context.Context, p Person) (Person, error) {
+// Update replaces the person's name, role and accounts; audit, if given,
+// records it in the same transaction.
+func (s *Store) Update(ctx context.Context, p Person, audit ...Recorder) (Person, error) {
 	p = Normalize(p)
 	if problems := Problems("person", p); len(problems) > 0 {
 		return Person{}, &InvalidError{problems}
@@ -167,7 +187,10 @@ func (s *Store) Update(ctx context.Context, p Person) (Person, error) {
 		if err := s.endSessions(ctx, tx, &p.ID); err != nil {
 			return err
 		}
-		return s.addIdentities(ctx, tx, p.ID, p, SourceAdmin)
+		if err := s.addIdentities(ctx, tx, p.ID, p, SourceAdmin); err != nil {
+			return err
+		}
+		return runAudits(ctx, tx, p, audit)
 	})
 	if err != nil {
 		return Person{}, err
@@ -175,8 +198,9 @@ func (s *Store) Update(ctx context.Context, p Person) (Person, error) {
 	return s.Get(ctx, s.db, p.ID)
 }
 
-// Delete removes the person and their accounts.
-func (s *Store) Delete(ctx context.Context, id int64) error {
+// Delete removes the person and their accounts; audit, if given, records
+// it in the same transaction.
+func (s *Store) Delete(ctx context.Context, id int64, audit ...Recorder) error {
 	return s.db.InTx(ctx, func(tx *db.Tx) error {
 		n, err := tx.Exec(ctx, `DELETE FROM people WHERE id = $1`, id)
 		if err != nil {
@@ -185,7 +209,10 @@ func (s *Store) Delete(ctx context.Context, id int64) error {
 		if n == 0 {
 			return ErrNotFound
 		}
-		return s.endSessions(ctx, tx, &id)
+		if err := s.endSessions(ctx, tx, &id); err != nil {
+			return err
+		}
+		return runAudits(ctx, tx, Person{ID: id}, audit)
 	})
 }
 
