@@ -103,8 +103,14 @@ func buildApp(ctx context.Context, cfg *config, logger *slog.Logger, d *db.DB) (
 	queue.AddWorker(a.queue, probe.NewWorker(d, a.queue.ID(), time.Now))
 
 	if cfg.GitHubAppID != 0 && len(cfg.GitHubPrivateKeyPEM) > 0 {
-		if a.github, err = githubapp.New(githubapp.Config{AppID: cfg.GitHubAppID, PrivateKey: cfg.GitHubPrivateKeyPEM, BaseURL: cfg.GitHubAPIURL,
-			WritesPerMinute: cfg.GitHubWritesPerMinute, WritesPerHour: cfg.GitHubWritesPerHour, Registerer: a.registry}); err != nil {
+		gc := githubapp.Config{AppID: cfg.GitHubAppID, PrivateKey: cfg.GitHubPrivateKeyPEM, BaseURL: cfg.GitHubAPIURL,
+			WritesPerMinute: cfg.GitHubWritesPerMinute, WritesPerHour: cfg.GitHubWritesPerHour, Registerer: a.registry}
+		if d.Dialect() == db.Postgres {
+			// Several processes may write for one installation: they pace
+			// together. SQLite has one process, which paces in memory.
+			gc.SharedPacing = d
+		}
+		if a.github, err = githubapp.New(gc); err != nil {
 			return nil, err
 		}
 	}

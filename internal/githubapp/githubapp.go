@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/retry"
 )
 
@@ -57,6 +58,11 @@ type Config struct {
 	// that budget off.
 	WritesPerMinute int
 	WritesPerHour   int
+	// SharedPacing, when set, keeps the write budgets in this database, so
+	// that every process using it paces one installation's writes
+	// together. Default: each process keeps its own, in memory (right for
+	// one process, as on SQLite).
+	SharedPacing *db.DB
 	// Registerer receives the superagent_github_* metrics. Default: none.
 	// Clients sharing a Registerer share the metrics.
 	Registerer prometheus.Registerer
@@ -78,7 +84,7 @@ type Client struct {
 type installation struct {
 	tr     *ghinstallation.Transport
 	client *github.Client
-	writes *writeLimiter
+	writes pacer
 }
 
 // New checks the configuration and returns a Client.
@@ -169,7 +175,7 @@ func (c *Client) installation(id int64) *installation {
 	// Without options ghinstallation posts the body "null", which GitHub's
 	// description of POST .../access_tokens does not allow (an object).
 	tr.InstallationTokenOptions = &github.InstallationTokenOptions{}
-	writes := newWriteLimiter(c.cfg.Now, c.cfg.WritesPerMinute, c.cfg.WritesPerHour)
+	writes := c.newPacer(id)
 	top := &installationTransport{label: formatInstallation(id), next: tr, wait: c.cfg.Wait, metrics: c.metrics, writes: writes}
 	in := &installation{tr: tr, client: c.newGitHub(top), writes: writes}
 	c.perInst[id] = in

@@ -22,6 +22,8 @@ type fakeClock struct {
 	mu    sync.Mutex
 	now   time.Time
 	waits []time.Duration
+	// interrupt, when set, is called (once) as the next wait begins.
+	interrupt func()
 }
 
 func (c *fakeClock) Now() time.Time {
@@ -33,6 +35,11 @@ func (c *fakeClock) Now() time.Time {
 func (c *fakeClock) Wait(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.interrupt != nil {
+		c.interrupt()
+		c.interrupt = nil
+		return ctx.Err()
+	}
 	c.waits = append(c.waits, d)
 	c.now = c.now.Add(d)
 	return ctx.Err()

@@ -34,7 +34,7 @@ func installationLabel(req *http.Request) string {
 type installationTransport struct {
 	label   string
 	next    http.RoundTripper
-	writes  *writeLimiter // nil: writes are not paced
+	writes  pacer // nil: writes are not paced
 	wait    func(ctx context.Context, d time.Duration) error
 	metrics *metrics
 }
@@ -42,7 +42,14 @@ type installationTransport struct {
 func (t *installationTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := context.WithValue(req.Context(), instKey{}, t.label)
 	if t.writes != nil && isWrite(req.Method) {
-		if d, cancel := t.writes.reserve(); d > 0 {
+		d, cancel, err := t.writes.reserve(ctx)
+		if err != nil {
+			if req.Body != nil {
+				_ = req.Body.Close()
+			}
+			return nil, err
+		}
+		if d > 0 {
 			t.metrics.waited(t.label, "pacing", d)
 			if err := t.wait(ctx, d); err != nil {
 				cancel()
@@ -87,7 +94,7 @@ func newWriteLimiter(now func() time.Time, perMinute, perHour int) *writeLimiter
 // reserve takes one token from every budget and returns how long to wait
 // before the request may go, and cancel, which gives the tokens back when
 // the request is not sent after all.
-func (l *writeLimiter) reserve() (wait time.Duration, cancel func()) {
+func (l *writeLimiter) reserve(context.Context) (wait time.Duration, cancel func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -101,7 +108,22 @@ func (l *writeLimiter) reserve() (wait time.Duration, cancel func()) {
 		for _, r := range rs {
 			r.CancelAt(at)
 		}
+	}, nil
+}
+
+// newPacer makes installation id's write pacing, or nil when writes are
+// not paced.
+func (c *Client) newPacer(id int64) pacer {
+	if c.cfg.SharedPacing != nil {
+		if p := newSharedPacer(c.cfg.SharedPacing, id, c.cfg.Now, c.cfg.WritesPerMinute, c.cfg.WritesPerHour); p != nil {
+			return p
+		}
+		return nil
 	}
+	if l := newWriteLimiter(c.cfg.Now, c.cfg.WritesPerMinute, c.cfg.WritesPerHour); l != nil {
+		return l
+	}
+	return nil
 }
 
 func formatInstallation(id int64) string { return strconv.FormatInt(id, 10) }
