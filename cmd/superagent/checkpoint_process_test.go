@@ -28,6 +28,7 @@ var checkpointedHead = regexp.MustCompile(`"msg":"work checkpointed".*"head":"([
 // on SQLite the one process is started again on a fresh data directory
 // (its workspace gone) and the same database file.
 func TestUnpushedCommitSurvivesTheMachine(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}

@@ -65,6 +65,7 @@ func stuckThenResumed(req fakeopenai.Request) fakeopenai.Reply {
 // handoff says who asked and why the last one stopped; it pushes the
 // commit the first Session made to the Ticket's branch.
 func TestPleaseContinueAfterALimit(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}

@@ -34,6 +34,7 @@ const helloRepo = "Codertocat/Hello-World"
 // request but before the process read the answer; a new process resumes
 // the work: one pull request, one confirmation, one result.
 func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}

@@ -32,6 +32,7 @@ const (
 // error toast and changes nothing, and the requester's press stops the
 // Ticket, after which the card offers Continue.
 func TestFeishuStatusCardFollowsTheTicket(t *testing.T) {
+	t.Parallel()
 	databases(t, func(t *testing.T, dbURL string) {
 		fs := fakefeishu.New(t)
 		fs.AddUser(fakefeishu.User{OpenID: cardRequester, Name: "Rita"})

@@ -63,6 +63,7 @@ func forkFixer(req fakeopenai.Request) fakeopenai.Reply {
 // gets one sentence offering a pull request onto theirs, and nothing is
 // pushed anywhere for it.
 func TestFixOnAPersonsPullRequestFromAFork(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}

@@ -16,6 +16,7 @@ import (
 // nothing else), and `superagent healthcheck` tells a ready process from
 // one that is not there.
 func TestWorkerMetricsAndHealthcheck(t *testing.T) {
+	t.Parallel()
 	databases(t, func(t *testing.T, url string) {
 		dataDir := t.TempDir()
 		env := map[string]string{

@@ -24,6 +24,7 @@ import (
 // resends what was not acknowledged: every delivery that got a 2xx ends with
 // exactly one card, and nothing else is lost or doubled.
 func TestKilledDuringBurstEveryAcknowledgedDeliveryHasOneCard(t *testing.T) {
+	t.Parallel()
 	payload, err := os.ReadFile(filepath.Join("testdata", "issue_comment.created.json"))
 	require.NoError(t, err)
 	fakegithub.CheckWebhook(t, "issue_comment", payload)

@@ -110,6 +110,7 @@ func reviewThreadOf(result, comment string) string {
 // says "Fixes #1" reaches it with the facts, and the Ticket stays with its
 // work.
 func TestTicketInReviewTakesAReviewAndAPersonsPullRequest(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}

@@ -24,10 +24,11 @@ import (
 // answers at once. The figures are logged, not asserted (see
 // docs/benchmarks.md).
 func TestLoneRequestLatency(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}
-	databases(t, func(t *testing.T, dbURL string) {
+	databasesInTurn(t, func(t *testing.T, dbURL string) {
 		gh := fakegithub.New(t)
 		gh.AddRepo(t, helloRepo, "main", map[string]string{"README.md": "# Hello World\n"})
 		gh.SetPermission(helloRepo, "Codertocat", "write")

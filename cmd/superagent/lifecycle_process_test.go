@@ -19,6 +19,7 @@ import (
 // lifecycle step is one INFO line carrying its ids, the Trigger and the
 // routing steps exactly once, and River's own chatter stays below INFO.
 func TestTypoFixTellsItsStoryInTheLog(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}

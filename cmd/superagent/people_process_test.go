@@ -53,6 +53,7 @@ var linkInMessage = regexp.MustCompile(`https?://[^\s"\\]+/oauth/github/link\?t=
 // request then opens a Ticket there, through their login's write
 // permission. The link is recorded in the activity log under their name.
 func TestFeishuMemberOpensWorkOnlyAfterLinkingGitHub(t *testing.T) {
+	t.Parallel()
 	databases(t, func(t *testing.T, dbURL string) {
 		readBody := reader(t)
 		gh := fakegithub.New(t)
@@ -214,6 +215,7 @@ var csrfInPage = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 // same way, saves one, and the activity log and the version name them;
 // a GitHub user who is nobody on the team is refused.
 func TestPanelSignInWithGitHubAndPeopleFile(t *testing.T) {
+	t.Parallel()
 	databases(t, func(t *testing.T, dbURL string) {
 		readBody := reader(t)
 		gh := fakegithub.New(t)

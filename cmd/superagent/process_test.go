@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,7 +31,22 @@ import (
 // binPath is the superagent binary built once for the process tests.
 var binPath string
 
+// The process tests call t.Parallel: each has its own processes, fakes,
+// free ports, directories and database (a SQLite file or a PostgreSQL
+// schema), and spends most of its time waiting for the service (debounces,
+// polls, River's rescues), not computing. go test runs as many parallel
+// tests at once as there are cores, which leaves the machine mostly idle
+// here, so unless -parallel is given this package runs twice as many.
+// Tests that change the process itself (t.Chdir, t.Setenv) stay
+// sequential, and so run before any parallel one starts.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if !flagGiven("test.parallel") {
+		if err := flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0))); err != nil {
+			fmt.Fprintln(os.Stderr, "setting -test.parallel:", err)
+			os.Exit(1)
+		}
+	}
 	dir, err := os.MkdirTemp("", "superagent-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -44,6 +62,13 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // proc is a running superagent process.
@@ -221,12 +246,34 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 }
 
 // databases yields a fresh database URL per dialect: a SQLite file, and a
-// PostgreSQL schema (its URL carrying the search_path).
+// PostgreSQL schema (its URL carrying the search_path). The two halves run
+// side by side: each has its own processes, fakes, ports and directories,
+// and most of a process test is waiting for the service, not computing.
 func databases(t *testing.T, fn func(t *testing.T, url string)) {
+	t.Helper()
+	eachDatabase(t, true, fn)
+}
+
+// databasesInTurn is databases with one half after the other, for a test
+// whose logged figures would be skewed by its other half sharing the
+// machine (`make bench` runs such a test alone).
+func databasesInTurn(t *testing.T, fn func(t *testing.T, url string)) {
+	t.Helper()
+	eachDatabase(t, false, fn)
+}
+
+func eachDatabase(t *testing.T, parallel bool, fn func(t *testing.T, url string)) {
+	t.Helper()
 	t.Run("sqlite", func(t *testing.T) {
+		if parallel {
+			t.Parallel()
+		}
 		fn(t, "sqlite://"+filepath.Join(t.TempDir(), "superagent.db"))
 	})
 	t.Run("postgres", func(t *testing.T) {
+		if parallel {
+			t.Parallel()
+		}
 		fn(t, postgresURL(t))
 	})
 }
@@ -237,6 +284,7 @@ func postgresURL(t *testing.T) string {
 }
 
 func TestServeStartsAnswersAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	databases(t, func(t *testing.T, url string) {
 		dataDir := t.TempDir()
 		env := map[string]string{
@@ -270,6 +318,7 @@ func TestServeStartsAnswersAndStopsOnSIGTERM(t *testing.T) {
 }
 
 func TestBadConfigurationExitsWithOneLine(t *testing.T) {
+	t.Parallel()
 	p := start(t, "bad", map[string]string{"SUPERAGENT_GITHUB_APP_ID": "twelve"}, "serve")
 	<-p.done
 	require.Equal(t, 2, p.cmd.ProcessState.ExitCode())
@@ -278,6 +327,7 @@ func TestBadConfigurationExitsWithOneLine(t *testing.T) {
 }
 
 func TestSIGTERMLetsRunningJobFinish(t *testing.T) {
+	t.Parallel()
 	databases(t, func(t *testing.T, url string) {
 		env := map[string]string{
 			"SUPERAGENT_ADDR":         freeAddr(t),
@@ -317,6 +367,7 @@ func probeCount(t *testing.T, d *db.DB, jobID int64, event string) int {
 }
 
 func TestWorkersOnOnePostgresWorkEachJobOnce(t *testing.T) {
+	t.Parallel()
 	url := postgresURL(t)
 	base := map[string]string{"SUPERAGENT_DATABASE_URL": url, "SUPERAGENT_DATA_DIR": t.TempDir()}
 	with := func(extra map[string]string) map[string]string {
@@ -381,6 +432,7 @@ func TestWorkersOnOnePostgresWorkEachJobOnce(t *testing.T) {
 }
 
 func TestKilledWorkerJobIsRescuedAndCompletesOnce(t *testing.T) {
+	t.Parallel()
 	url := postgresURL(t)
 	env := func(extra ...string) map[string]string {
 		m := map[string]string{
@@ -433,6 +485,7 @@ func TestKilledWorkerJobIsRescuedAndCompletesOnce(t *testing.T) {
 }
 
 func TestPromptsCommandsRoundTrip(t *testing.T) {
+	t.Parallel()
 	databases(t, func(t *testing.T, url string) {
 		env := map[string]string{"SUPERAGENT_DATABASE_URL": url, "SUPERAGENT_DATA_DIR": t.TempDir()}
 		runCmd := commandRunner(env)

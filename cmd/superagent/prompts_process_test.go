@@ -24,6 +24,7 @@ import (
 // model: three pairs of answers, the prompt diff of each, and not one row
 // written anywhere.
 func TestPromptsTry(t *testing.T) {
+	t.Parallel()
 	databases(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		srv := fakeopenai.New(t)

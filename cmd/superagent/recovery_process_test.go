@@ -22,6 +22,7 @@ import (
 // watches the leases itself, so this does not wait for River to elect a
 // new leader. The figure is logged, not asserted (see docs/benchmarks.md).
 func TestKilledExecutorResumesOnAnotherProcess(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}

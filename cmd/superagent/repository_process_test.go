@@ -36,6 +36,7 @@ const adminRepo = "Codertocat/Admin-Console"
 // which is asked in the comment's review thread, not the pull request's
 // conversation.
 func TestFeishuRequestAsksWhichRepository(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}

@@ -102,6 +102,7 @@ func reviewer(req fakeopenai.Request) fakeopenai.Reply {
 // branch, and the person's merge ends the Ticket and removes its
 // workspace.
 func TestLabeledIssueToMergedPullRequest(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}
@@ -227,6 +228,7 @@ func TestLabeledIssueToMergedPullRequest(t *testing.T) {
 // edit to "stopped", the deletion of its checkpoint ref), so nothing at
 // all is written on GitHub after that acknowledgement.
 func TestStopCommandMidSession(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}

@@ -25,6 +25,7 @@ import (
 // (a scripted model) routes it into a Ticket, and the host acknowledges the
 // request with 👀 on GitHub.
 func TestRequestIsRoutedIntoATicket(t *testing.T) {
+	t.Parallel()
 	databases(t, func(t *testing.T, url string) {
 		gh := fakegithub.New(t)
 		gh.ServeConversations()

@@ -28,6 +28,7 @@ import (
 // The suite runs a few Tickets; SUPERAGENT_SCALE_TICKETS=200 (make
 // bench-scale) runs the load on the three processes.
 func TestScaleOut(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}

@@ -196,6 +196,7 @@ func (p *prExpect) UnmarshalJSON(b []byte) error {
 // Feishu event built from the SDK's types), and checks where each card
 // went, the Tickets' final states, what was said and what the model saw.
 func TestScenarios(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}
@@ -242,6 +243,7 @@ func loadScenarios(t *testing.T) []namedScenario {
 // some step's text (a misspelt one would silently never run), and every
 // Ticket an expectation names is one the scenario opens.
 func TestScenarioFiles(t *testing.T) {
+	t.Parallel()
 	for _, sc := range loadScenarios(t) {
 		t.Run(sc.name, func(t *testing.T) {
 			require.NotEmpty(t, sc.Description)

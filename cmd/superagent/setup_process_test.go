@@ -43,6 +43,7 @@ func apiCall(t *testing.T, p *proc, method, path, body, bearer string) (int, str
 // passes (the value was in its environment), and the value is in neither
 // the stored transcript, the model's input nor the process's logs.
 func TestRepositorySetupAndSecretThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap is not installed")
 	}
@@ -125,6 +126,7 @@ func TestRepositorySetupAndSecretThroughTheBinary(t *testing.T) {
 // set over /api with the admin token; the secret is listed by name only,
 // stored sealed, and never logged; without the token nothing changes.
 func TestSecretsAPIThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	const token = "admin-token-for-the-setup-test"
 	const value = "tok-PROCESS-SECRET-4410aa"
 	databases(t, func(t *testing.T, url string) {
