@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,14 +48,14 @@ func ingest(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
 	srv := httptest.NewServer(r)
 	defer srv.Close()
 
-	return post(ctx, srv.URL, "bench", n, concurrency)
+	return post(ctx, srv.URL, "bench", n, concurrency, 1)
 }
 
 // carded is the whole service's figure: the same signed deliveries posted
 // while the process's own workers turn them into cards, as deployed. The
 // rate counts a delivery once it is acknowledged and processed; the
 // latencies are the acknowledgements'.
-func carded(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
+func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, error) {
 	// Whatever the earlier measurements left is not this one's work.
 	for _, stmt := range []string{"DELETE FROM river_job", "DELETE FROM follow_up_notices", "DELETE FROM cards", "DELETE FROM deliveries"} {
 		if _, err := d.Exec(ctx, stmt); err != nil {
@@ -81,7 +82,7 @@ func carded(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
 	defer srv.Close()
 
 	begin := time.Now()
-	acks, err := post(ctx, srv.URL, "carded", n, concurrency)
+	acks, err := post(ctx, srv.URL, fmt.Sprint("carded-", issues), n, concurrency, issues)
 	if err != nil {
 		return result{}, err
 	}
@@ -108,16 +109,33 @@ func carded(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
 }
 
 // post sends n signed issue_comment deliveries from concurrency clients to
-// the service at url, each with its own delivery id.
-func post(ctx context.Context, url, prefix string, n, concurrency int) (result, error) {
-	mac := hmac.New(sha256.New, []byte(benchSecret))
-	mac.Write(issueComment)
-	signature := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+// the service at url, each with its own delivery id, spread over the
+// given number of issues (1: all on the same one, whose Thread every card
+// then updates).
+func post(ctx context.Context, url, prefix string, n, concurrency, issues int) (result, error) {
+	bodies, signatures := make([][]byte, issues), make([]string, issues)
+	for k := range issues {
+		body := issueComment
+		if k > 0 {
+			var payload map[string]any
+			if err := json.Unmarshal(issueComment, &payload); err != nil {
+				return result{}, err
+			}
+			payload["issue"].(map[string]any)["number"] = k + 1
+			var err error
+			if body, err = json.Marshal(payload); err != nil {
+				return result{}, err
+			}
+		}
+		mac := hmac.New(sha256.New, []byte(benchSecret))
+		mac.Write(body)
+		bodies[k], signatures[k] = body, "sha256="+hex.EncodeToString(mac.Sum(nil))
+	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency}}
 	defer client.CloseIdleConnections()
 
 	return measure(n, concurrency, func(i int) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/webhooks/github", bytes.NewReader(issueComment))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/webhooks/github", bytes.NewReader(bodies[i%issues]))
 		if err != nil {
 			return err
 		}
@@ -125,7 +143,7 @@ func post(ctx context.Context, url, prefix string, n, concurrency int) (result, 
 		req.Header.Set("User-Agent", "GitHub-Hookshot/bench")
 		req.Header.Set("X-GitHub-Event", "issue_comment")
 		req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("%s-%08d", prefix, i))
-		req.Header.Set("X-Hub-Signature-256", signature)
+		req.Header.Set("X-Hub-Signature-256", signatures[i%issues])
 		resp, err := client.Do(req)
 		if err != nil {
 			return err
