@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -107,20 +109,33 @@ func (s *Service) record(ctx context.Context, d Delivery, read *ghEvent) (id int
 
 // writeDeliveries stores deliveries inside tx, processes there those read
 // on arrival that it can, and enqueues one job that processes the rest
-// that are new and to be processed, together.
+// that are new and to be processed, together. Batches in flight at once
+// on PostgreSQL must not deadlock: each stores its deliveries in the
+// order of their keys (two batches holding the same two deliveries, sent
+// twice at once, would otherwise each wait for the other's), and all of
+// them before any card, so a batch waiting on another's delivery holds no
+// row that a card of the other needs (its Thread).
 func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery, read []*ghEvent) ([]written, error) {
 	out := make([]written, len(ds))
-	var work []int64
-	for i, d := range ds {
-		id, dup, err := insertDelivery(ctx, tx, d)
+	order := make([]int, len(ds))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(strings.Compare(ds[a].Source, ds[b].Source), strings.Compare(ds[a].DedupeKey, ds[b].DedupeKey))
+	})
+	for _, i := range order {
+		id, dup, err := insertDelivery(ctx, tx, ds[i])
 		if err != nil {
 			return nil, err
 		}
 		out[i] = written{id: id, dup: dup}
-		if dup {
+	}
+	for i, d := range ds {
+		if out[i].dup {
 			continue
 		}
-		d.ID = id
+		id := out[i].id
 		tx.AfterCommit(func() {
 			// One line per delivery the service took on; those it keeps
 			// only as a record (unknown events) are not part of the
@@ -131,19 +146,23 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery,
 			}
 			s.logger.Log(ctx, level, "delivery stored", "delivery", id, "source", d.Source, "event", d.Event, "state", d.State)
 		})
-		if d.State != DeliveryReceived {
+	}
+	var work []int64
+	for i, d := range ds {
+		if out[i].dup || d.State != DeliveryReceived {
 			continue
 		}
+		d.ID = out[i].id
 		if i < len(read) && read[i] != nil {
 			done, err := s.processOnArrival(ctx, tx, d, *read[i])
 			if err != nil {
-				return nil, fmt.Errorf("processing delivery %d on arrival: %w", id, err)
+				return nil, fmt.Errorf("processing delivery %d on arrival: %w", d.ID, err)
 			}
 			if done {
 				continue
 			}
 		}
-		work = append(work, id)
+		work = append(work, d.ID)
 	}
 	if len(work) > 0 {
 		if _, err := s.q.InsertTx(ctx, tx, processArgs(work), nil); err != nil {
