@@ -278,9 +278,20 @@ func eachDatabase(t *testing.T, parallel bool, fn func(t *testing.T, url string)
 	})
 }
 
+// postgresSlots bounds the tests that use PostgreSQL at once: their
+// processes' pools, with the other packages' tests beside them, must stay
+// within the server's connections (100 by default), and a test that
+// cannot connect fails.
+var postgresSlots = make(chan struct{}, 3)
+
+// postgresURL gives the test a schema of its own, once a PostgreSQL slot
+// is free; each process the test starts on it keeps at most 6
+// connections.
 func postgresURL(t *testing.T) string {
 	t.Helper()
-	return dbtest.SchemaURL(dbtest.PostgresURL(t), dbtest.NewSchema(t))
+	postgresSlots <- struct{}{}
+	t.Cleanup(func() { <-postgresSlots })
+	return dbtest.SchemaURL(dbtest.PostgresURL(t), dbtest.NewSchema(t)) + "&pool_max_conns=6"
 }
 
 func TestServeStartsAnswersAndStopsOnSIGTERM(t *testing.T) {

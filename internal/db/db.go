@@ -74,7 +74,8 @@ var (
 
 // Options tune Open. The zero value is the documented default.
 type Options struct {
-	// MaxConns caps PostgreSQL connections. Default 10. SQLite always uses one
+	// MaxConns caps PostgreSQL connections. Default: the URL's
+	// pool_max_conns, else 10. SQLite always uses one
 	// connection: River's SQLite driver requires it and SQLite has one writer.
 	MaxConns int32
 	// SearchPath, when set, becomes the PostgreSQL search_path of every
@@ -106,7 +107,11 @@ func openPostgres(ctx context.Context, rawURL string, opts Options) (*DB, error)
 	if err != nil {
 		return nil, fmt.Errorf("parsing PostgreSQL URL: %w", err)
 	}
-	cfg.MaxConns = 10
+	// The URL's own pool_max_conns (pgx's parameter) wins over the
+	// default; a caller's MaxConns over both.
+	if u, err := url.Parse(rawURL); err != nil || !u.Query().Has("pool_max_conns") {
+		cfg.MaxConns = 10
+	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}

@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,4 +29,31 @@ func TestAfterCommitRunsOnlyOnCommit(t *testing.T) {
 		}), rolledBack)
 		require.Equal(t, []string{"committed"}, ran)
 	})
+}
+
+// TestPoolSizeFromTheURL: pgx's pool_max_conns in the database URL caps a
+// process's connections; without it the default is 10, and a caller's
+// MaxConns wins over both.
+func TestPoolSizeFromTheURL(t *testing.T) {
+	t.Parallel()
+	base := dbtest.PostgresURL(t)
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		url  string
+		opts db.Options
+		want int32
+	}{
+		{url: base, want: 10},
+		{url: base + sep + "pool_max_conns=3", want: 3},
+		{url: base + sep + "pool_max_conns=3", opts: db.Options{MaxConns: 5}, want: 5},
+	} {
+		d, err := db.Open(ctx, c.url, c.opts)
+		require.NoError(t, err)
+		require.Equal(t, c.want, d.Pool().Config().MaxConns, c.url)
+		require.NoError(t, d.Close())
+	}
 }
