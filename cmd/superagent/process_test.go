@@ -282,7 +282,7 @@ func eachDatabase(t *testing.T, parallel bool, fn func(t *testing.T, url string)
 // processes' pools, with the other packages' tests beside them, must stay
 // within the server's connections (100 by default), and a test that
 // cannot connect fails.
-var postgresSlots = make(chan struct{}, 3)
+var postgresSlots = make(chan struct{}, 2)
 
 // postgresURL gives the test a schema of its own, once a PostgreSQL slot
 // is free; each process the test starts on it keeps at most 6
