@@ -139,6 +139,11 @@ func (s *Server) AddRepo(t testing.TB, fullName, defaultBranch string, files map
 	s.st.mu.Lock()
 	if s.st.root == "" {
 		s.st.root = t.TempDir()
+		// Cleanups run last-registered first: close the server (which
+		// waits for the git requests in flight) before the repositories
+		// are removed, or a late push still writes objects into a
+		// directory being deleted. Closing twice is harmless.
+		t.Cleanup(s.srv.Close)
 	}
 	dir := filepath.Join(s.st.root, owner, name+".git")
 	r := s.st.repos[strings.ToLower(fullName)]
