@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,11 +172,36 @@ func deliverGitHub(t *testing.T, p *proc, secret, event, guid string, body []byt
 	require.Equal(t, http.StatusAccepted, resp.StatusCode)
 }
 
+// openedDBs are the test's own connections to the databases it inspects,
+// one per test and URL however often openDB is called (tests call it in
+// polling loops; a connection each would exhaust PostgreSQL's).
+var openedDBs = struct {
+	sync.Mutex
+	m map[*testing.T]map[string]*db.DB
+}{m: map[*testing.T]map[string]*db.DB{}}
+
 func openDB(t *testing.T, url string) *db.DB {
 	t.Helper()
-	d, err := db.Open(context.Background(), url, db.Options{MaxConns: 1})
+	openedDBs.Lock()
+	defer openedDBs.Unlock()
+	if d, ok := openedDBs.m[t][url]; ok {
+		return d
+	}
+	// A few connections: a test may query while it reads another result.
+	d, err := db.Open(context.Background(), url, db.Options{MaxConns: 3})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = d.Close() })
+	if openedDBs.m[t] == nil {
+		openedDBs.m[t] = map[string]*db.DB{}
+		t.Cleanup(func() {
+			openedDBs.Lock()
+			defer openedDBs.Unlock()
+			for _, d := range openedDBs.m[t] {
+				_ = d.Close()
+			}
+			delete(openedDBs.m, t)
+		})
+	}
+	openedDBs.m[t][url] = d
 	return d
 }
 
