@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -29,9 +28,7 @@ var checkpointedHead = regexp.MustCompile(`"msg":"work checkpointed".*"head":"([
 // (its workspace gone) and the same database file.
 func TestUnpushedCommitSurvivesTheMachine(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	databases(t, func(t *testing.T, dbURL string) {
 		gh, bare := typoRepo(t)
 		hanging := make(chan struct{})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -66,9 +65,7 @@ func stuckThenResumed(req fakeopenai.Request) fakeopenai.Reply {
 // commit the first Session made to the Ticket's branch.
 func TestPleaseContinueAfterALimit(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	databases(t, func(t *testing.T, dbURL string) {
 		gh := fakegithub.New(t)
 		bare := gh.AddRepo(t, helloRepo, "main", map[string]string{"README.md": "# Hello World\n\nThis projetc says hello.\n", "test.sh": "#!/bin/sh\necho ok\n"})

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -35,9 +34,7 @@ const helloRepo = "Codertocat/Hello-World"
 // the work: one pull request, one confirmation, one result.
 func TestRequestBecomesAPullRequestAcrossAKill(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	databases(t, func(t *testing.T, dbURL string) {
 		gh, bare := typoRepo(t)
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -64,9 +63,7 @@ func forkFixer(req fakeopenai.Request) fakeopenai.Reply {
 // pushed anywhere for it.
 func TestFixOnAPersonsPullRequestFromAFork(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	databases(t, func(t *testing.T, dbURL string) {
 		gh := fakegithub.New(t)
 		files := map[string]string{

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -111,9 +110,7 @@ func reviewThreadOf(result, comment string) string {
 // work.
 func TestTicketInReviewTakesAReviewAndAPersonsPullRequest(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	databases(t, func(t *testing.T, dbURL string) {
 		gh, bare := typoRepo(t)
 		model := scriptedModel(t, inReviewer)

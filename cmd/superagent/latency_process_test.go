@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,9 +24,7 @@ import (
 // docs/benchmarks.md).
 func TestLoneRequestLatency(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	databasesInTurn(t, func(t *testing.T, dbURL string) {
 		gh := fakegithub.New(t)
 		gh.AddRepo(t, helloRepo, "main", map[string]string{"README.md": "# Hello World\n"})

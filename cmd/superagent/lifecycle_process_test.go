@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +18,7 @@ import (
 // routing steps exactly once, and River's own chatter stays below INFO.
 func TestTypoFixTellsItsStoryInTheLog(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	databases(t, func(t *testing.T, dbURL string) {
 		gh, _ := typoRepo(t)
 		model := scriptedModel(t, readmeFixer)

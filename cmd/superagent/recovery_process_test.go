@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,9 +21,7 @@ import (
 // new leader. The figure is logged, not asserted (see docs/benchmarks.md).
 func TestKilledExecutorResumesOnAnotherProcess(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	dbURL := postgresURL(t)
 	gh, _ := typoRepo(t)
 

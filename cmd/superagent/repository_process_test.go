@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -37,9 +36,7 @@ const adminRepo = "Codertocat/Admin-Console"
 // conversation.
 func TestFeishuRequestAsksWhichRepository(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	databases(t, func(t *testing.T, dbURL string) {
 		gh := fakegithub.New(t)
 		bare := gh.AddRepo(t, helloRepo, "main", map[string]string{

@@ -103,9 +103,7 @@ func reviewer(req fakeopenai.Request) fakeopenai.Reply {
 // workspace.
 func TestLabeledIssueToMergedPullRequest(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	databases(t, func(t *testing.T, dbURL string) {
 		gh, bare := typoRepo(t)
 		model := scriptedModel(t, reviewer)
@@ -229,9 +227,7 @@ func TestLabeledIssueToMergedPullRequest(t *testing.T) {
 // all is written on GitHub after that acknowledgement.
 func TestStopCommandMidSession(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	databases(t, func(t *testing.T, dbURL string) {
 		gh := fakegithub.New(t)
 		bare := gh.AddRepo(t, helloRepo, "main", map[string]string{"README.md": "# Hello World\n\nThis projetc says hello.\n", "test.sh": "#!/bin/sh\necho ok\n"})

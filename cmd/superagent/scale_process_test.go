@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,9 +28,7 @@ import (
 // bench-scale) runs the load on the three processes.
 func TestScaleOut(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	tickets := 6
 	if v := os.Getenv("SUPERAGENT_SCALE_TICKETS"); v != "" {
 		n, err := strconv.Atoi(v)

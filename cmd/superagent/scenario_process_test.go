@@ -197,9 +197,7 @@ func (p *prExpect) UnmarshalJSON(b []byte) error {
 // went, the Tickets' final states, what was said and what the model saw.
 func TestScenarios(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	for _, sc := range loadScenarios(t) {
 		t.Run(sc.name, func(t *testing.T) {
 			// Each day has fakes, processes and databases of its own; most

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -44,9 +42,7 @@ func apiCall(t *testing.T, p *proc, method, path, body, bearer string) (int, str
 // the stored transcript, the model's input nor the process's logs.
 func TestRepositorySetupAndSecretThroughTheBinary(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	needSandbox(t)
 	const value = "tok-BINARY-SECRET-77c1d0"
 	sum := sha256.Sum256([]byte(value))
 	databases(t, func(t *testing.T, dbURL string) {
