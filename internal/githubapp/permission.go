@@ -29,14 +29,9 @@ type PermissionCache struct {
 // covering the repository is used, and without one the level is
 // "unknown".
 func (p *PermissionCache) Level(ctx context.Context, installationID int64, owner, name, login string) (string, error) {
-	perm, ok, err := p.Cached(ctx, p.DB, installationID, owner, name, login)
+	perm, ok, installationID, err := p.cached(ctx, p.DB, installationID, owner, name, login)
 	if err != nil || ok {
 		return perm, err
-	}
-	if installationID == 0 {
-		if installationID, err = InstallationFor(ctx, p.DB, owner+"/"+name); err != nil {
-			return "", err
-		}
 	}
 	repo := strings.ToLower(owner + "/" + name)
 	key := strings.ToLower(login)
@@ -57,16 +52,22 @@ ON CONFLICT (repo, login) DO UPDATE SET permission = excluded.permission, fetche
 // false when the level is not cached or no longer fresh. Reading through
 // q lets a caller ask inside its own transaction.
 func (p *PermissionCache) Cached(ctx context.Context, q db.Querier, installationID int64, owner, name, login string) (perm string, ok bool, err error) {
+	perm, ok, _, err = p.cached(ctx, q, installationID, owner, name, login)
+	return perm, ok, err
+}
+
+// cached is Cached that also returns the installation to ask through when
+// the level is not cached: installationID, or the recorded one when it is 0.
+func (p *PermissionCache) cached(ctx context.Context, q db.Querier, installationID int64, owner, name, login string) (perm string, ok bool, through int64, err error) {
 	if p.Client == nil {
-		return "unknown", true, nil
+		return "unknown", true, 0, nil
 	}
 	if installationID == 0 {
-		id, err := InstallationFor(ctx, q, owner+"/"+name)
-		if err != nil {
-			return "", false, err
+		if installationID, err = InstallationFor(ctx, q, owner+"/"+name); err != nil {
+			return "", false, 0, err
 		}
-		if id == 0 {
-			return "unknown", true, nil
+		if installationID == 0 {
+			return "unknown", true, 0, nil
 		}
 	}
 	ttl := p.TTL
@@ -78,13 +79,13 @@ func (p *PermissionCache) Cached(ctx context.Context, q db.Querier, installation
 	err = q.QueryRow(ctx, "SELECT permission, fetched_at FROM github_permissions WHERE repo = $1 AND login = $2", repo, strings.ToLower(login)).Scan(&perm, &fetched)
 	switch {
 	case errors.Is(err, db.ErrNoRows):
-		return "", false, nil
+		return "", false, installationID, nil
 	case err != nil:
-		return "", false, fmt.Errorf("reading cached permission of %s on %s: %w", login, repo, err)
+		return "", false, 0, fmt.Errorf("reading cached permission of %s on %s: %w", login, repo, err)
 	case p.now().UTC().Sub(fetched) >= ttl:
-		return "", false, nil
+		return "", false, installationID, nil
 	}
-	return perm, true, nil
+	return perm, true, installationID, nil
 }
 
 func (p *PermissionCache) now() time.Time {
