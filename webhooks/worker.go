@@ -209,7 +209,7 @@ func (s *Service) decideGitHub(ctx context.Context, d Delivery, attempt int) (st
 	if err != nil {
 		return nil, err
 	}
-	ev, err := readPayload(s, d, func() (ghEvent, error) { return parseGitHubWith(d.Event, d.Body, slug, s.cfg.GitHub.TriggerLabel) })
+	ev, err := s.readGitHub(d, slug)
 	if err != nil {
 		return s.finishing(d, DeliveryFailed, err.Error()), nil
 	}
@@ -276,6 +276,12 @@ func (s *Service) eventStep(d Delivery, ev ghEvent) step {
 	})
 }
 
+// readGitHub reads a GitHub delivery's payload for the App whose slug is
+// given, a panic in the parser failing it (see readPayload).
+func (s *Service) readGitHub(d Delivery, slug string) (ghEvent, error) {
+	return readPayload(s, d, func() (ghEvent, error) { return parseGitHubWith(d.Event, d.Body, slug, s.cfg.GitHub.TriggerLabel) })
+}
+
 // readOnArrival reads a GitHub delivery's payload as it arrives, outside
 // any transaction, so that its card can be made in the transaction that
 // stores it (see processOnArrival). It returns nil when that is not to be
@@ -289,7 +295,7 @@ func (s *Service) readOnArrival(d Delivery) *ghEvent {
 	if !known {
 		return nil
 	}
-	ev, err := readPayload(s, d, func() (ghEvent, error) { return parseGitHubWith(d.Event, d.Body, slug, s.cfg.GitHub.TriggerLabel) })
+	ev, err := s.readGitHub(d, slug)
 	if err != nil {
 		return nil
 	}
