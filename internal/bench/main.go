@@ -26,6 +26,7 @@ func main() {
 	n := flag.Int("n", 4000, "operations per measurement")
 	concurrency := flag.Int("c", 8, "concurrent clients")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	only := flag.String("db", "", "measure on this database only: sqlite or postgresql (default both)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -39,15 +40,15 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(context.Background(), *n, *concurrency); err != nil {
+	if err := run(context.Background(), *n, *concurrency, *only); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1) //nolint:gocritic // the profile was stopped just above
 	}
 }
 
-func run(ctx context.Context, n, concurrency int) error {
-	targets, err := openTargets(ctx)
+func run(ctx context.Context, n, concurrency int, only string) error {
+	targets, err := openTargets(ctx, only)
 	if err != nil {
 		return err
 	}
