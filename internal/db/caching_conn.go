@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"modernc.org/sqlite"
 )
@@ -59,14 +60,16 @@ var (
 type cachingConnector struct {
 	inner driver.Connector
 	size  int
+	// sent counts the statements run on its connections (DB.Statements).
+	sent *atomic.Int64
 }
 
-func newCachingConnector(dsn string, size int) (cachingConnector, error) {
+func newCachingConnector(dsn string, size int, sent *atomic.Int64) (cachingConnector, error) {
 	inner, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return cachingConnector{}, fmt.Errorf("parsing SQLite DSN: %w", err)
 	}
-	return cachingConnector{inner: inner, size: size}, nil
+	return cachingConnector{inner: inner, size: size, sent: sent}, nil
 }
 
 func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -80,7 +83,7 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("SQLite connection %T lacks the interfaces the statement cache forwards", conn)
 	}
-	return &cachingConn{inner: inner, size: c.size, byQuery: map[string]*list.Element{}, lru: list.New()}, nil
+	return &cachingConn{inner: inner, size: c.size, sent: c.sent, byQuery: map[string]*list.Element{}, lru: list.New()}, nil
 }
 
 // Driver is modernc's, so sql.DB.Driver reports the same as with sql.Open.
@@ -101,6 +104,7 @@ func (c cachingConnector) Driver() driver.Driver { return c.inner.Driver() }
 type cachingConn struct {
 	inner sqliteConn
 	size  int
+	sent  *atomic.Int64
 
 	mu      sync.Mutex
 	byQuery map[string]*list.Element // of *cachedStmt
@@ -174,6 +178,7 @@ func (c *cachingConn) release(cs *cachedStmt) {
 }
 
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	c.sent.Add(1)
 	cs, err := c.acquire(ctx, query)
 	if err != nil {
 		return nil, err
@@ -190,6 +195,7 @@ func (c *cachingConn) QueryContext(ctx context.Context, query string, args []dri
 }
 
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	c.sent.Add(1)
 	cs, err := c.acquire(ctx, query)
 	if err != nil {
 		return nil, err

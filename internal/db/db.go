@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,7 +66,29 @@ type DB struct {
 	SQL *sql.DB
 
 	checkpointer *checkpointer
+	// statements counts what was sent to the database (Statements).
+	statements *atomic.Int64
 }
+
+// Statements is how many statements (queries and commands, River's among
+// them; not BEGIN or COMMIT) this handle has sent since it was opened: what
+// a change that saves round trips is measured by, independent of how busy
+// the machine is. On PostgreSQL, a pipelined batch counts once.
+func (d *DB) Statements() int64 { return d.statements.Load() }
+
+// countStatements is pgx's query tracer that feeds DB.Statements.
+type countStatements struct{ n *atomic.Int64 }
+
+func (c countStatements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	// pgx sends a transaction's BEGIN, COMMIT and ROLLBACK as queries;
+	// database/sql's driver does not, and neither counts them.
+	if !strings.HasPrefix(data.SQL, "begin") && data.SQL != "commit" && data.SQL != "rollback" {
+		c.n.Add(1)
+	}
+	return ctx
+}
+
+func (countStatements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 var (
 	_ Querier = (*DB)(nil)
@@ -118,6 +141,8 @@ func openPostgres(ctx context.Context, rawURL string, opts Options) (*DB, error)
 	if opts.SearchPath != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = opts.SearchPath
 	}
+	sent := new(atomic.Int64)
+	cfg.ConnConfig.Tracer = countStatements{sent}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
@@ -128,7 +153,7 @@ func openPostgres(ctx context.Context, rawURL string, opts Options) (*DB, error)
 		pool.Close()
 		return nil, fmt.Errorf("connecting to PostgreSQL at %s: %w", redactURL(rawURL), err)
 	}
-	return &DB{dialect: Postgres, pool: pool, SQL: stdlib.OpenDBFromPool(pool)}, nil
+	return &DB{dialect: Postgres, pool: pool, SQL: stdlib.OpenDBFromPool(pool), statements: sent}, nil
 }
 
 // sqliteDSN turns sqlite:///path, sqlite://path or a bare path into a
@@ -173,7 +198,8 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	if f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600); err == nil {
 		_ = f.Close()
 	}
-	connector, err := newCachingConnector(dsn, stmtCacheSize)
+	sent := new(atomic.Int64)
+	connector, err := newCachingConnector(dsn, stmtCacheSize, sent)
 	if err != nil {
 		return nil, fmt.Errorf("opening SQLite database %s: %w", path, err)
 	}
@@ -190,7 +216,7 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
-	return &DB{dialect: SQLite, sqlite: sqlDB, SQL: sqlDB, checkpointer: cp}, nil
+	return &DB{dialect: SQLite, sqlite: sqlDB, SQL: sqlDB, checkpointer: cp, statements: sent}, nil
 }
 
 // Dialect reports which database family this is.
@@ -249,6 +275,43 @@ type Tx struct {
 	sql *sql.Tx
 	// after runs once the transaction has committed.
 	after []func()
+	// memo holds what the transaction remembered (see Remember).
+	memo map[any]any
+}
+
+// Remember keeps v under key until the transaction ends: what every card
+// of a batch would otherwise read or write again in the same transaction
+// (their Thread, the turn they schedule) is done once and recalled. Keys
+// are compared as map keys; use a type of the caller's own, as with
+// context values.
+func (t *Tx) Remember(key, v any) {
+	if t.memo == nil {
+		t.memo = map[any]any{}
+	}
+	t.memo[key] = v
+}
+
+// Recall returns what was remembered under key in this transaction.
+func (t *Tx) Recall(key any) (any, bool) {
+	v, ok := t.memo[key]
+	return v, ok
+}
+
+// Forget drops what was remembered under key, when the transaction has
+// just changed what it stood for.
+func (t *Tx) Forget(key any) { delete(t.memo, key) }
+
+// Once runs fn the first time it is called with key in the transaction
+// and does nothing on later calls; a call that fails is not remembered.
+func (t *Tx) Once(key any, fn func() error) error {
+	if _, ok := t.Recall(key); ok {
+		return nil
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	t.Remember(key, struct{}{})
+	return nil
 }
 
 // AfterCommit has fn run once the transaction commits, and never if it

@@ -3,6 +3,7 @@ package db
 import (
 	"database/sql"
 	"fmt"
+	"sync/atomic"
 )
 
 // CachedQueries returns the SQL texts conn's statement cache holds, most
@@ -31,7 +32,7 @@ func OpenCachingSQLite(path string, size int) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := newCachingConnector(dsn, size)
+	c, err := newCachingConnector(dsn, size, new(atomic.Int64))
 	if err != nil {
 		return nil, err
 	}
