@@ -173,7 +173,7 @@ func (s *Store) Admit(ctx context.Context, tx *db.Tx, in NewCard, limit int, hoo
 	if limit <= 0 {
 		limit = DefaultTextLimit
 	}
-	thread, err := s.UpsertThread(ctx, tx, in.Thread)
+	thread, err := s.admitThread(ctx, tx, in.Thread)
 	if err != nil {
 		return Card{}, err
 	}
@@ -247,6 +247,27 @@ ON CONFLICT (card_id, ticket_id) DO NOTHING`, c.ID, t, c.CreatedAt); err != nil 
 		}
 	}
 	return c, nil
+}
+
+// threadMemo is the key under which a transaction remembers the Thread it
+// upserted for a card, with what it was upserted from.
+type threadMemo struct{ key string }
+
+type upserted struct{ in, out Thread }
+
+// admitThread upserts a card's Thread, once per transaction for cards that
+// bring it the same facts: a batch of comments on one issue writes its row
+// once, and does not hold that row's lock longer than it must.
+func (s *Store) admitThread(ctx context.Context, tx *db.Tx, in Thread) (Thread, error) {
+	if v, ok := tx.Recall(threadMemo{in.Key}); ok && v.(upserted).in == in {
+		return v.(upserted).out, nil
+	}
+	out, err := s.UpsertThread(ctx, tx, in)
+	if err != nil {
+		return Thread{}, err
+	}
+	tx.Remember(threadMemo{in.Key}, upserted{in: in, out: out})
+	return out, nil
 }
 
 // FollowUpTickets lists the Tickets a follow-up card went to.

@@ -157,3 +157,47 @@ func TestAdmit(t *testing.T) {
 		})
 	})
 }
+
+// TestAdmitOneThreadPerTransaction: cards of one transaction on one Thread
+// write its row once, yet see what the transaction changed since: a
+// different title, and the bot having spoken there.
+func TestAdmitOneThreadPerTransaction(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := tickets.New(tickets.Config{Now: fixedNow})
+		const key = "github:octo/repo#40"
+		var cards []tickets.Card
+		admit := func(tx *db.Tx, nc tickets.NewCard) {
+			c, err := s.Admit(ctx, tx, nc, 0)
+			require.NoError(t, err)
+			cards = append(cards, c)
+		}
+		ids := []int64{delivery(t, d, "t1"), delivery(t, d, "t2"), delivery(t, d, "t3"), delivery(t, d, "t4")}
+		var same, retitled int64
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
+			admit(tx, newCard(ids[0], key, "first"))
+			before := d.Statements()
+			admit(tx, newCard(ids[1], key, "second"))
+			same = d.Statements() - before
+
+			renamed := newCard(ids[2], key, "third")
+			renamed.Thread.Title = "Crash on start, on Linux only"
+			before = d.Statements()
+			admit(tx, renamed)
+			retitled = d.Statements() - before
+
+			require.NoError(t, s.MarkBotSpoke(ctx, tx, key))
+			admit(tx, newCard(ids[3], key, "fourth"))
+			return nil
+		}))
+		require.Equal(t, same+1, retitled, "new facts upsert the Thread again; the same facts do not")
+		require.Equal(t, "Crash on start, on Linux only", cards[2].Thread.Title)
+		require.False(t, cards[2].Addressed)
+		require.True(t, cards[3].Thread.BotSpoke, "the bot's words in the transaction are seen")
+		require.Equal(t, "reply", cards[3].AddressedWhy)
+		for _, c := range cards[1:] {
+			require.Equal(t, cards[0].Thread.ID, c.Thread.ID)
+		}
+	})
+}

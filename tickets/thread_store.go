@@ -81,6 +81,9 @@ func (s *Store) ThreadByKey(ctx context.Context, q db.Querier, key string) (Thre
 
 // MarkBotSpoke records that the bot wrote in the Thread with key.
 func (s *Store) MarkBotSpoke(ctx context.Context, q db.Querier, key string) error {
+	if tx, ok := q.(*db.Tx); ok {
+		tx.Forget(threadMemo{key})
+	}
 	n, err := q.Exec(ctx, "UPDATE threads SET bot_spoke = TRUE, updated_at = $2 WHERE key = $1", key, s.nowUTC())
 	if err != nil {
 		return fmt.Errorf("marking bot spoke in thread %q: %w", key, err)
