@@ -41,10 +41,21 @@ type Waker struct {
 // waits Debounce, the way the webhook committer batches: whatever arrives
 // while a turn works is the next batch. Call it whenever a Report,
 // hand-back, notice or candidate is stored.
+//
+// Within one transaction the turn is scheduled once: a batch of cards
+// stored together needs one turn, and asking River again for each would
+// find the same job.
 func (w *Waker) ScheduleTurn(ctx context.Context, tx *db.Tx) error {
 	if w == nil || w.Queue == nil {
 		return nil
 	}
+	return tx.Once(turnScheduled{w}, func() error { return w.scheduleTurn(ctx, tx) })
+}
+
+// turnScheduled is what a transaction remembers once it scheduled a turn.
+type turnScheduled struct{ w *Waker }
+
+func (w *Waker) scheduleTurn(ctx context.Context, tx *db.Tx) error {
 	now := time.Now
 	if w.Now != nil {
 		now = w.Now

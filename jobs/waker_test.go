@@ -128,3 +128,38 @@ func TestWakesWithoutAQueueDoNothing(t *testing.T) {
 		require.Zero(t, n)
 	})
 }
+
+// TestScheduleTurnOncePerTransaction: the cards of one batch schedule one
+// turn, asking River once.
+func TestScheduleTurnOncePerTransaction(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		w := &jobs.Waker{Queue: newQueue(t, d)}
+		var first, again int64
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
+			before := d.Statements()
+			require.NoError(t, w.ScheduleTurn(ctx, tx))
+			first = d.Statements() - before
+			require.NoError(t, w.ScheduleTurn(ctx, tx))
+			require.NoError(t, w.ScheduleTurn(ctx, tx))
+			again = d.Statements() - before - first
+			return nil
+		}))
+		require.Positive(t, first)
+		require.Zero(t, again)
+		require.Equal(t, []string{"available"}, states(t, d, "route_turn"))
+
+		// A transaction that failed to schedule tries again.
+		err := d.InTx(ctx, func(tx *db.Tx) error {
+			cancelled, cancel := context.WithCancel(ctx)
+			cancel()
+			require.Error(t, w.ScheduleTurn(cancelled, tx))
+			before := d.Statements()
+			require.NoError(t, w.ScheduleTurn(ctx, tx))
+			require.Positive(t, d.Statements()-before)
+			return nil
+		})
+		require.NoError(t, err)
+	})
+}
