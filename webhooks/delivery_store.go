@@ -47,26 +47,71 @@ var ErrDeliveryNotFound = errors.New("delivery not found")
 // insertDelivery stores d unless its dedupe key was seen; dup reports a
 // redelivery (nothing stored).
 func insertDelivery(ctx context.Context, q db.Querier, d Delivery) (id int64, dup bool, err error) {
-	headers, err := json.Marshal(d.Headers)
+	out, err := insertDeliveries(ctx, q, []Delivery{d})
 	if err != nil {
-		return 0, false, fmt.Errorf("encoding delivery headers: %w", err)
+		return 0, false, err
 	}
-	body := d.Body
-	if body == nil {
-		body = []byte{}
+	return out[0].id, out[0].dup, nil
+}
+
+// insertDeliveries stores, in one statement and in the order given, the
+// deliveries whose dedupe keys were not seen, and reports for each its id
+// or that it is a redelivery (the second of two with one key in ds is one
+// too).
+func insertDeliveries(ctx context.Context, q db.Querier, ds []Delivery) ([]written, error) {
+	const columns = 8
+	var sql strings.Builder
+	sql.WriteString("INSERT INTO deliveries (source, dedupe_key, event, headers, body, received_at, state, error) VALUES ")
+	args := make([]any, 0, columns*len(ds))
+	for i, d := range ds {
+		headers, err := json.Marshal(d.Headers)
+		if err != nil {
+			return nil, fmt.Errorf("encoding delivery headers: %w", err)
+		}
+		body := d.Body
+		if body == nil {
+			body = []byte{}
+		}
+		if i > 0 {
+			sql.WriteString(", ")
+		}
+		sql.WriteByte('(')
+		for c := range columns {
+			if c > 0 {
+				sql.WriteString(", ")
+			}
+			fmt.Fprintf(&sql, "$%d", i*columns+c+1)
+		}
+		sql.WriteByte(')')
+		args = append(args, d.Source, d.DedupeKey, d.Event, string(headers), body, d.ReceivedAt, d.State, d.Error)
 	}
-	err = q.QueryRow(ctx, `
-INSERT INTO deliveries (source, dedupe_key, event, headers, body, received_at, state, error)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-ON CONFLICT (source, dedupe_key) DO NOTHING
-RETURNING id`, d.Source, d.DedupeKey, d.Event, string(headers), body, d.ReceivedAt, d.State, d.Error).Scan(&id)
-	if errors.Is(err, db.ErrNoRows) {
-		return 0, true, nil
-	}
+	sql.WriteString(" ON CONFLICT (source, dedupe_key) DO NOTHING RETURNING id, source, dedupe_key")
+	type key struct{ source, dedupe string }
+	ids := make(map[key]int64, len(ds))
+	rows, err := q.Query(ctx, sql.String(), args...)
 	if err != nil {
-		return 0, false, fmt.Errorf("storing %s delivery %q: %w", d.Source, d.DedupeKey, err)
+		return nil, fmt.Errorf("storing %d deliveries: %w", len(ds), err)
 	}
-	return id, false, nil
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var k key
+		if err := rows.Scan(&id, &k.source, &k.dedupe); err != nil {
+			return nil, fmt.Errorf("storing %d deliveries: %w", len(ds), err)
+		}
+		ids[k] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storing %d deliveries: %w", len(ds), err)
+	}
+	out := make([]written, len(ds))
+	for i, d := range ds {
+		k := key{d.Source, d.DedupeKey}
+		id, ok := ids[k]
+		out[i] = written{id: id, dup: !ok}
+		delete(ids, k) // a second delivery with the key in ds is a redelivery
+	}
+	return out, nil
 }
 
 const deliveryColumns = "id, source, dedupe_key, event, headers, body, received_at, state, error"
@@ -114,10 +159,57 @@ func getDelivery(ctx context.Context, q db.Querier, id int64) (Delivery, error) 
 // finishDelivery records the outcome of processing, once: a delivery no
 // longer received keeps its first outcome.
 func finishDelivery(ctx context.Context, q db.Querier, id int64, state, reason string, now time.Time) error {
+	var out outcomes
+	out.set(id, state, reason)
+	return out.write(ctx, q, now)
+}
+
+// outcomes are the new states of the deliveries one transaction
+// processed, written together when its steps are done: a batch whose
+// deliveries all became cards is one UPDATE.
+type outcomes struct {
+	order []outcome // first seen first, for a stable statement order
+	ids   map[outcome][]int64
+}
+
+type outcome struct{ state, reason string }
+
+// set records that delivery id ends in state, for reason.
+func (o *outcomes) set(id int64, state, reason string) {
 	reason, _ = tickets.Truncate(strings.ToValidUTF8(reason, "?"), 1000)
-	if _, err := q.Exec(ctx, "UPDATE deliveries SET state = $2, error = $3, processed_at = $4 WHERE id = $1 AND state = 'received'",
-		id, state, reason, now); err != nil {
-		return fmt.Errorf("marking delivery %d %s: %w", id, state, err)
+	k := outcome{state, reason}
+	if o.ids == nil {
+		o.ids = map[outcome][]int64{}
 	}
+	if _, ok := o.ids[k]; !ok {
+		o.order = append(o.order, k)
+	}
+	o.ids[k] = append(o.ids[k], id)
+}
+
+// write stores the outcomes set, once each: a delivery no longer received
+// keeps its first.
+func (o *outcomes) write(ctx context.Context, q db.Querier, now time.Time) error {
+	for _, k := range o.order {
+		ids := o.ids[k]
+		var sql strings.Builder
+		sql.WriteString("UPDATE deliveries SET state = $1, error = $2, processed_at = $3 WHERE state = 'received' AND id IN (")
+		args := []any{k.state, k.reason, now}
+		for i, id := range ids {
+			if i > 0 {
+				sql.WriteString(", ")
+			}
+			fmt.Fprintf(&sql, "$%d", len(args)+1)
+			args = append(args, id)
+		}
+		sql.WriteByte(')')
+		if _, err := q.Exec(ctx, sql.String(), args...); err != nil {
+			if len(ids) == 1 {
+				return fmt.Errorf("marking delivery %d %s: %w", ids[0], k.state, err)
+			}
+			return fmt.Errorf("marking %d deliveries %s: %w", len(ids), k.state, err)
+		}
+	}
+	o.order, o.ids = nil, nil
 	return nil
 }

@@ -109,14 +109,19 @@ func (s *Service) record(ctx context.Context, d Delivery, read *ghEvent) (id int
 
 // writeDeliveries stores deliveries inside tx, processes there those read
 // on arrival that it can, and enqueues one job that processes the rest
-// that are new and to be processed, together. Batches in flight at once
-// on PostgreSQL must not deadlock: each stores its deliveries in the
-// order of their keys (two batches holding the same two deliveries, sent
-// twice at once, would otherwise each wait for the other's), and all of
-// them before any card, so a batch waiting on another's delivery holds no
-// row that a card of the other needs (its Thread).
+// that are new and to be processed, together. The batch costs a few
+// statements, not a few per delivery: the deliveries are stored by one,
+// their new states written by another, and what their cards share (an
+// author, a repository, a Thread, a turn to schedule) is read or written
+// once (see db.Tx.Remember).
+//
+// Batches in flight at once on PostgreSQL must not deadlock: each stores
+// its deliveries in the order of their keys (two batches holding the same
+// two deliveries, sent twice at once, would otherwise each wait for the
+// other's), and all of them before any card, so a batch waiting on
+// another's delivery holds no row that a card of the other needs (its
+// Thread).
 func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery, read []*ghEvent) ([]written, error) {
-	out := make([]written, len(ds))
 	order := make([]int, len(ds))
 	for i := range order {
 		order[i] = i
@@ -124,12 +129,17 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery,
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Or(strings.Compare(ds[a].Source, ds[b].Source), strings.Compare(ds[a].DedupeKey, ds[b].DedupeKey))
 	})
-	for _, i := range order {
-		id, dup, err := insertDelivery(ctx, tx, ds[i])
-		if err != nil {
-			return nil, err
-		}
-		out[i] = written{id: id, dup: dup}
+	sorted := make([]Delivery, len(ds))
+	for k, i := range order {
+		sorted[k] = ds[i]
+	}
+	stored, err := insertDeliveries(ctx, tx, sorted)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]written, len(ds))
+	for k, i := range order {
+		out[i] = stored[k]
 	}
 	for i, d := range ds {
 		if out[i].dup {
@@ -148,13 +158,14 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery,
 		})
 	}
 	var work []int64
+	var outcomes outcomes
 	for i, d := range ds {
 		if out[i].dup || d.State != DeliveryReceived {
 			continue
 		}
 		d.ID = out[i].id
 		if i < len(read) && read[i] != nil {
-			done, err := s.processOnArrival(ctx, tx, d, *read[i])
+			done, err := s.processOnArrival(ctx, tx, d, *read[i], &outcomes)
 			if err != nil {
 				return nil, fmt.Errorf("processing delivery %d on arrival: %w", d.ID, err)
 			}
@@ -163,6 +174,9 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery,
 			}
 		}
 		work = append(work, d.ID)
+	}
+	if err := outcomes.write(ctx, tx, s.now()); err != nil {
+		return nil, err
 	}
 	if len(work) > 0 {
 		if _, err := s.q.InsertTx(ctx, tx, processArgs(work), nil); err != nil {

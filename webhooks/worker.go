@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -65,17 +66,28 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[ProcessArgs]) error {
 	return w.s.processBatch(ctx, job.Args.DeliveryIDs, job.Attempt)
 }
 
-// step is a delivery's outcome once decided: it writes inside tx, the
-// delivery's new state among it, and has the log lines and metrics said
+// step is a delivery's outcome once decided: it writes inside tx, sets
+// the delivery's new state in out, and has the log lines and metrics said
 // after the commit. Running it again after a rollback is safe.
-type step func(ctx context.Context, tx *db.Tx) error
+type step func(ctx context.Context, tx *db.Tx, out *outcomes) error
 
 // apply writes one delivery's outcome in a transaction of its own.
 func (s *Service) apply(ctx context.Context, d Delivery, st step) error {
-	if err := s.d.InTx(ctx, func(tx *db.Tx) error { return st(ctx, tx) }); err != nil {
+	if err := s.d.InTx(ctx, func(tx *db.Tx) error { return s.run(ctx, tx, st) }); err != nil {
 		return fmt.Errorf("processing delivery %d: %w", d.ID, err)
 	}
 	return nil
+}
+
+// run runs steps in tx and then writes the states they set, together.
+func (s *Service) run(ctx context.Context, tx *db.Tx, steps ...step) error {
+	var out outcomes
+	for _, st := range steps {
+		if err := st(ctx, tx, &out); err != nil {
+			return err
+		}
+	}
+	return out.write(ctx, tx, s.now())
 }
 
 // processBatch processes the deliveries a group commit stored together.
@@ -126,14 +138,16 @@ func (s *Service) processBatch(ctx context.Context, ids []int64, attempt int) er
 	// meanwhile: the retry then has less to do.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)
 	defer cancel()
-	err := s.d.InTx(wctx, func(tx *db.Tx) error {
-		for _, r := range ready {
-			if err := r.st(wctx, tx); err != nil {
+	steps := make([]step, len(ready))
+	for i, r := range ready {
+		steps[i] = func(ctx context.Context, tx *db.Tx, out *outcomes) error {
+			if err := r.st(ctx, tx, out); err != nil {
 				return fmt.Errorf("processing delivery %d: %w", r.d.ID, err)
 			}
+			return nil
 		}
-		return nil
-	})
+	}
+	err := s.d.InTx(wctx, func(tx *db.Tx) error { return s.run(wctx, tx, steps...) })
 	if err != nil && len(ready) > 1 {
 		for _, r := range ready {
 			if err := s.apply(wctx, r.d, r.st); err != nil {
@@ -183,10 +197,8 @@ func (s *Service) finish(ctx context.Context, d Delivery, state, reason string) 
 
 // finishing ends d as failed or ignored, for reason.
 func (s *Service) finishing(d Delivery, state, reason string) step {
-	return func(ctx context.Context, tx *db.Tx) error {
-		if err := finishDelivery(ctx, tx, d.ID, state, reason, s.now()); err != nil {
-			return err
-		}
+	return func(ctx context.Context, tx *db.Tx, out *outcomes) error {
+		out.set(d.ID, state, reason)
 		tx.AfterCommit(func() {
 			s.metrics.count(d.Source, d.Event, map[string]string{DeliveryFailed: "failed", DeliveryIgnored: "dropped"}[state])
 			switch state {
@@ -232,16 +244,19 @@ func (s *Service) decideGitHub(ctx context.Context, d Delivery, attempt int) (st
 // whose card's author, if any, is known: the repository's facts recorded,
 // then the card, the installation change, or the reason nothing is made.
 func (s *Service) githubStep(d Delivery, ev ghEvent) step {
-	outcome := s.eventStep(d, ev)
+	then := s.eventStep(d, ev)
 	if ev.Repo == nil {
-		return outcome
+		return then
 	}
-	repo := ev.Repo
-	return func(ctx context.Context, tx *db.Tx) error {
-		if err := githubapp.RecordRepository(ctx, tx, repo.GetID(), repo.GetDefaultBranch(), repo.GetDescription()); err != nil {
+	facts := repositoryFacts{ev.Repo.GetID(), ev.Repo.GetDefaultBranch(), ev.Repo.GetDescription()}
+	return func(ctx context.Context, tx *db.Tx, out *outcomes) error {
+		// A batch of deliveries about one repository records its facts once.
+		if err := tx.Once(facts, func() error {
+			return githubapp.RecordRepository(ctx, tx, facts.id, facts.defaultBranch, facts.description)
+		}); err != nil {
 			return err
 		}
-		return outcome(ctx, tx)
+		return then(ctx, tx, out)
 	}
 }
 
@@ -251,12 +266,13 @@ func (s *Service) eventStep(d Delivery, ev ghEvent) step {
 		return s.finishing(d, DeliveryIgnored, ev.Drop)
 	case ev.Install != nil:
 		change := *ev.Install
-		return func(ctx context.Context, tx *db.Tx) error {
+		return func(ctx context.Context, tx *db.Tx, out *outcomes) error {
 			if err := applyInstallChange(ctx, tx, change, s.now()); err != nil {
 				return err
 			}
 			tx.AfterCommit(func() { s.metrics.count(d.Source, d.Event, "processed") })
-			return finishDelivery(ctx, tx, d.ID, DeliveryProcessed, "", s.now())
+			out.set(d.ID, DeliveryProcessed, "")
+			return nil
 		}
 	case ev.Card == nil:
 		return s.finishing(d, DeliveryIgnored, "nothing to do")
@@ -308,17 +324,48 @@ func (s *Service) readOnArrival(d Delivery) *ghEvent {
 // is not cached (asking GitHub is the job's work, never the
 // acknowledgement's). An error rolls tx back; the committer then stores
 // the delivery again for its job alone.
-func (s *Service) processOnArrival(ctx context.Context, tx *db.Tx, d Delivery, ev ghEvent) (done bool, err error) {
+func (s *Service) processOnArrival(ctx context.Context, tx *db.Tx, d Delivery, ev ghEvent, out *outcomes) (done bool, err error) {
 	if c := ev.Card; c != nil && c.Author.Type == tickets.AuthorUser && c.Author.Login != "" {
-		perm, ok, err := s.perms.Cached(ctx, tx, ev.InstallationID, c.Owner, c.Name, c.Author.Login)
-		if err != nil || !ok {
+		a, err := s.cachedAuthor(ctx, tx, ev.InstallationID, c)
+		if err != nil || !a.cached {
 			return false, err
 		}
-		c.Author.Permission = perm
-		c.Author.Name = s.personName(ctx, tx, people.KindGitHub, c.Author.Login, c.Author.Name)
+		c.Author.Permission, c.Author.Name = a.permission, a.name
 	}
 	d.storing = true
-	return true, s.githubStep(d, ev)(ctx, tx)
+	return true, s.githubStep(d, ev)(ctx, tx, out)
+}
+
+// authorKey names a card's author on a repository; knownAuthor is what a
+// transaction remembers of them under it, so a batch of one person's
+// comments reads their permission and name once.
+type authorKey struct {
+	installation      int64
+	repo, login, name string
+}
+
+type knownAuthor struct {
+	cached           bool
+	permission, name string
+}
+
+// cachedAuthor reads the card's author's cached permission and their name
+// in tx, once per transaction.
+func (s *Service) cachedAuthor(ctx context.Context, tx *db.Tx, installation int64, c *ghCard) (knownAuthor, error) {
+	key := authorKey{installation, strings.ToLower(c.Owner + "/" + c.Name), strings.ToLower(c.Author.Login), c.Author.Name}
+	if v, ok := tx.Recall(key); ok {
+		return v.(knownAuthor), nil
+	}
+	perm, ok, err := s.perms.Cached(ctx, tx, installation, c.Owner, c.Name, c.Author.Login)
+	if err != nil {
+		return knownAuthor{}, err
+	}
+	a := knownAuthor{cached: ok, permission: perm}
+	if ok {
+		a.name = s.personName(ctx, tx, people.KindGitHub, c.Author.Login, c.Author.Name)
+	}
+	tx.Remember(key, a)
+	return a, nil
 }
 
 // readPayload runs parse, the pure decoding of d's payload, and turns a
@@ -351,7 +398,7 @@ type admitCheck func(ctx context.Context, tx *db.Tx, nc *tickets.NewCard) (strin
 // admitting stores a delivery's card and marks the delivery processed;
 // a delivery already processed is left alone.
 func (s *Service) admitting(d Delivery, in tickets.NewCard, check admitCheck) step {
-	return func(ctx context.Context, tx *db.Tx) error {
+	return func(ctx context.Context, tx *db.Tx, out *outcomes) error {
 		nc := in
 		if !d.storing {
 			var state string
@@ -369,7 +416,8 @@ func (s *Service) admitting(d Delivery, in tickets.NewCard, check admitCheck) st
 			}
 			if reason != "" {
 				tx.AfterCommit(func() { s.metrics.count(d.Source, d.Event, "dropped") })
-				return finishDelivery(ctx, tx, d.ID, DeliveryIgnored, reason, s.now())
+				out.set(d.ID, DeliveryIgnored, reason)
+				return nil
 			}
 		}
 		card, err := s.store.Admit(ctx, tx, nc, s.cfg.TextLimit, s.cfg.Hooks...)
@@ -384,8 +432,16 @@ func (s *Service) admitting(d Delivery, in tickets.NewCard, check admitCheck) st
 					"thread", card.Thread.Key, "state", card.State, "ticket", card.TicketID)
 			})
 		}
-		return finishDelivery(ctx, tx, d.ID, DeliveryProcessed, "", s.now())
+		out.set(d.ID, DeliveryProcessed, "")
+		return nil
 	}
+}
+
+// repositoryFacts are what a delivery says of its repository, and the key
+// under which a transaction remembers having recorded them.
+type repositoryFacts struct {
+	id                         int64
+	defaultBranch, description string
 }
 
 // branchMatters decides whether a push or check failure on a branch is

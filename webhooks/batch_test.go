@@ -1,0 +1,89 @@
+package webhooks_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	"github.com/superagent-dev/superagent/webhooks"
+)
+
+// TestBatchCostsFewStatements: a batch of comments by one person on one
+// issue, stored together, reads the author's permission and name, records
+// the repository and upserts the Thread once, and stores the deliveries
+// and their new states with one statement each, so each card beyond the
+// first costs two statements (its followers and its row), not eight.
+func TestBatchCostsFewStatements(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d)
+		body := throughInstallation(t, fixture(t, "issue_comment/created.payload.json"))
+		// The first comment caches the author's permission through its job.
+		first := e.send(t, e.request(t, "issue_comment", e.guid(), body))
+		require.Equal(t, http.StatusAccepted, first.Status)
+		e.work(t, first.Delivery)
+
+		batch := func(n int) (ids []int64, statements int64) {
+			ds := make([]webhooks.Delivery, n)
+			for i := range ds {
+				ds[i] = webhooks.Delivery{Source: "github", DedupeKey: e.guid(), Event: "issue_comment", Headers: map[string]string{},
+					Body: body, ReceivedAt: time.Now().UTC(), State: webhooks.DeliveryReceived}
+			}
+			before := d.Statements()
+			ids, err := e.svc.StoreTogether(ctx, ds)
+			require.NoError(t, err)
+			return ids, d.Statements() - before
+		}
+		one, alone := batch(1)
+		const n = 20
+		many, together := batch(n)
+		t.Logf("one delivery: %d statements; %d together: %d", alone, n, together)
+		require.LessOrEqual(t, together, alone+2*(n-1))
+
+		for _, id := range append(one, many...) {
+			require.Equal(t, webhooks.DeliveryProcessed, e.delivery(t, id).State)
+			c := e.card(t, id)
+			require.Equal(t, "admin", c.Author.Permission)
+			require.Equal(t, e.card(t, first.Delivery).Thread.ID, c.Thread.ID)
+		}
+		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM river_job WHERE kind = 'ingest_delivery'"), "only the first needed a job")
+	})
+}
+
+// TestBatchWithARedelivery: a batch that holds a delivery twice, and one
+// stored before, stores each key once and makes one card for each.
+func TestBatchWithARedelivery(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d)
+		body := fixture(t, "issues/opened.payload.json")
+		mk := func(key string) webhooks.Delivery {
+			return webhooks.Delivery{Source: "github", DedupeKey: key, Event: "issues", Headers: map[string]string{"User-Agent": "GitHub-Hookshot/test"},
+				Body: body, ReceivedAt: time.Now().UTC(), State: webhooks.DeliveryReceived}
+		}
+		before, err := e.svc.StoreTogether(ctx, []webhooks.Delivery{mk("seen")})
+		require.NoError(t, err)
+		ids, err := e.svc.StoreTogether(ctx, []webhooks.Delivery{mk("b"), mk("seen"), mk("a"), mk("b")})
+		require.NoError(t, err)
+		require.NotZero(t, ids[0])
+		require.Zero(t, ids[1], "stored before")
+		require.NotZero(t, ids[2])
+		require.Zero(t, ids[3], "the second of two in one batch")
+		require.NotEqual(t, ids[0], ids[2])
+		require.Equal(t, 3, count(t, d, "SELECT COUNT(*) FROM deliveries"))
+		require.Equal(t, 3, count(t, d, "SELECT COUNT(*) FROM cards"))
+		for _, id := range []int64{before[0], ids[0], ids[2]} {
+			got := e.delivery(t, id)
+			require.Equal(t, webhooks.DeliveryProcessed, got.State)
+			require.Equal(t, body, got.Body)
+			require.Equal(t, "GitHub-Hookshot/test", got.Headers["User-Agent"])
+		}
+	})
+}
