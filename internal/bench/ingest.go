@@ -4,21 +4,31 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/x509"
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/jobs"
+	"github.com/superagent-dev/superagent/people"
+	"github.com/superagent-dev/superagent/tickets"
 	"github.com/superagent-dev/superagent/webhooks"
 )
 
@@ -48,25 +58,46 @@ func ingest(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
 	srv := httptest.NewServer(r)
 	defer srv.Close()
 
-	return post(ctx, srv.URL, "bench", n, concurrency, 1)
+	statements := d.Statements()
+	res, err := post(ctx, srv.URL, "bench", n, concurrency, 1)
+	res.statements = d.Statements() - statements
+	return res, err
 }
 
 // carded is the whole service's figure: the same signed deliveries posted
 // while the process's own workers turn them into cards, as deployed. The
-// rate counts a delivery once it is acknowledged and processed; the
-// latencies are the acknowledgements'.
+// service is wired as cmd/superagent wires it for this work: a GitHub App
+// client (whose cached answer for the author's permission is fresh, as it
+// is after the author's first comment, so the fake GitHub behind it is
+// never called), people to name authors, and the card hook scheduling the
+// main Session's turn (the turn itself is a no-op here). The rate counts a
+// delivery once it is acknowledged and processed; the latencies are the
+// acknowledgements'.
 func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, error) {
 	// Whatever the earlier measurements left is not this one's work.
-	for _, stmt := range []string{"DELETE FROM river_job", "DELETE FROM follow_up_notices", "DELETE FROM cards", "DELETE FROM deliveries"} {
+	for _, stmt := range []string{"DELETE FROM river_job", "DELETE FROM follow_up_notices", "DELETE FROM cards", "DELETE FROM deliveries", "DELETE FROM github_permissions"} {
 		if _, err := d.Exec(ctx, stmt); err != nil {
 			return result{}, err
 		}
 	}
-	q := queue.New(d, queue.Config{ID: "bench-service"})
-	svc, err := webhooks.New(webhooks.Config{GitHub: webhooks.GitHubConfig{WebhookSecret: benchSecret, Slug: "superagent-bench"}}, d, q, nil, nil, slog.New(slog.DiscardHandler))
+	if _, err := d.Exec(ctx, "INSERT INTO github_permissions (repo, login, permission, fetched_at) VALUES ('codertocat/hello-world', 'codertocat', 'admin', $1)", time.Now().UTC()); err != nil {
+		return result{}, err
+	}
+	github, calls := unreachableGitHub()
+	defer github.Close()
+	gh, err := githubClient(github.URL)
 	if err != nil {
 		return result{}, err
 	}
+	q := queue.New(d, queue.Config{ID: "bench-service"})
+	queue.AddWorker(q, river.WorkFunc(func(context.Context, *river.Job[jobs.RouteArgs]) error { return nil }))
+	svc, err := webhooks.New(webhooks.Config{GitHub: webhooks.GitHubConfig{WebhookSecret: benchSecret, Slug: "superagent-bench"}}, d, q, gh, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return result{}, err
+	}
+	svc.UsePeople(people.New(d, nil))
+	waker := &jobs.Waker{Queue: q, Debounce: 2 * time.Second}
+	svc.AddHook(tickets.HookFunc(func(ctx context.Context, tx *db.Tx, _ tickets.Card) error { return waker.ScheduleTurn(ctx, tx) }))
 	if err := q.Init(); err != nil {
 		return result{}, err
 	}
@@ -81,6 +112,7 @@ func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, 
 	srv := httptest.NewServer(r)
 	defer srv.Close()
 
+	statements := d.Statements()
 	begin := time.Now()
 	acks, err := post(ctx, srv.URL, fmt.Sprint("carded-", issues), n, concurrency, issues)
 	if err != nil {
@@ -90,7 +122,7 @@ func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, 
 		// The jobs, not the deliveries, are counted: a delivery row is
 		// mostly its body, and scanning them would be a load of its own.
 		var left int
-		if err := d.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE state NOT IN ('completed', 'cancelled', 'discarded')").Scan(&left); err != nil {
+		if err := d.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE kind = 'ingest_delivery' AND state NOT IN ('completed', 'cancelled', 'discarded')").Scan(&left); err != nil {
 			return result{}, err
 		}
 		if left == 0 {
@@ -102,10 +134,38 @@ func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, 
 		time.Sleep(20 * time.Millisecond)
 	}
 	acks.elapsed = time.Since(begin)
-	var jobs int
-	_ = d.QueryRow(ctx, "SELECT count(*) FROM river_job").Scan(&jobs)
-	fmt.Printf("    (%d deliveries in %d jobs)\n", n, jobs)
+	acks.statements = d.Statements() - statements
+	var jobs, cards int
+	_ = d.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE kind = 'ingest_delivery'").Scan(&jobs)
+	_ = d.QueryRow(ctx, "SELECT count(*) FROM cards").Scan(&cards)
+	if cards != n {
+		return result{}, fmt.Errorf("%d deliveries made %d cards", n, cards)
+	}
+	if c := calls.Load(); c > 0 {
+		return result{}, fmt.Errorf("the service called GitHub %d times; the permission was cached", c)
+	}
+	fmt.Printf("    (%d deliveries, %d cards, %d ingestion jobs)\n", n, cards, jobs)
 	return acks, nil
+}
+
+// unreachableGitHub is a GitHub that answers every call with 503 and
+// counts them: the measured path is not to call it.
+func unreachableGitHub() (*httptest.Server, *atomic.Int64) {
+	var calls atomic.Int64
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		http.Error(w, "the benchmark's GitHub is not to be called", http.StatusServiceUnavailable)
+	})), &calls
+}
+
+// githubClient is a GitHub App client of a key made for the run.
+func githubClient(url string) (*githubapp.Client, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	return githubapp.New(githubapp.Config{AppID: 1, PrivateKey: pemKey, BaseURL: url})
 }
 
 // post sends n signed issue_comment deliveries from concurrency clients to
@@ -115,17 +175,16 @@ func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, 
 func post(ctx context.Context, url, prefix string, n, concurrency, issues int) (result, error) {
 	bodies, signatures := make([][]byte, issues), make([]string, issues)
 	for k := range issues {
-		body := issueComment
-		if k > 0 {
-			var payload map[string]any
-			if err := json.Unmarshal(issueComment, &payload); err != nil {
-				return result{}, err
-			}
-			payload["issue"].(map[string]any)["number"] = k + 1
-			var err error
-			if body, err = json.Marshal(payload); err != nil {
-				return result{}, err
-			}
+		// As GitHub sends it to an App: through its installation.
+		var payload map[string]any
+		if err := json.Unmarshal(issueComment, &payload); err != nil {
+			return result{}, err
+		}
+		payload["installation"] = map[string]any{"id": 1, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ=="}
+		payload["issue"].(map[string]any)["number"] = k + 1
+		body, err := json.MarshalIndent(payload, "", "  ")
+		if err != nil {
+			return result{}, err
 		}
 		mac := hmac.New(sha256.New, []byte(benchSecret))
 		mac.Write(body)

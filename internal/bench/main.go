@@ -69,7 +69,7 @@ func run(ctx context.Context, n, concurrency int, only string) error {
 		if err != nil {
 			return fmt.Errorf("%s: ingestion: %w", t.name, err)
 		}
-		fmt.Printf("  GitHub webhook ingestion:           %8.0f deliveries/s   p50 %-9s p99 %s\n", in.perSecond(), in.p(50), in.p(99))
+		fmt.Printf("  GitHub webhook ingestion:           %8.0f deliveries/s   p50 %-9s p99 %-9s %.1f statements each\n", in.perSecond(), in.p(50), in.p(99), in.perOp())
 		fmt.Printf("    ratio to baseline %.0f%% (goal ≥ 60%%); p99/p50 %.1f (goal ≤ 4)\n",
 			100*in.perSecond()/base.perSecond(), float64(in.p(99))/float64(max(in.p(50), 1)))
 		for _, issues := range []int{1, 50} {
@@ -77,7 +77,7 @@ func run(ctx context.Context, n, concurrency int, only string) error {
 			if err != nil {
 				return fmt.Errorf("%s: the whole service: %w", t.name, err)
 			}
-			fmt.Printf("  Acknowledged and carded, workers on, %2d issue(s): %8.0f deliveries/s   ack p50 %-9s p99 %s\n", issues, sv.perSecond(), sv.p(50), sv.p(99))
+			fmt.Printf("  Acknowledged and carded, workers on, %2d issue(s): %8.0f deliveries/s   ack p50 %-9s p99 %-9s %.1f statements each\n", issues, sv.perSecond(), sv.p(50), sv.p(99), sv.perOp())
 			fmt.Printf("    ratio to baseline %.0f%% (goal ≥ %d%%); ack p99/p50 %.1f (goal ≤ 3)\n",
 				100*sv.perSecond()/base.perSecond(), t.servedGoal, float64(sv.p(99))/float64(max(sv.p(50), 1)))
 		}
@@ -91,7 +91,12 @@ func run(ctx context.Context, n, concurrency int, only string) error {
 type result struct {
 	elapsed   time.Duration
 	latencies []time.Duration
+	// statements is how many the database was sent meanwhile.
+	statements int64
 }
+
+// perOp is statements per operation.
+func (r result) perOp() float64 { return float64(r.statements) / float64(max(len(r.latencies), 1)) }
 
 func (r result) perSecond() float64 { return float64(len(r.latencies)) / r.elapsed.Seconds() }
 
