@@ -191,7 +191,7 @@ func TestAdmitOneThreadPerTransaction(t *testing.T) {
 			admit(tx, newCard(ids[3], key, "fourth"))
 			return nil
 		}))
-		require.Equal(t, same+1, retitled, "new facts upsert the Thread again; the same facts do not")
+		require.Equal(t, same+2, retitled, "new facts read and write the Thread; the same facts neither")
 		require.Equal(t, "Crash on start, on Linux only", cards[2].Thread.Title)
 		require.False(t, cards[2].Addressed)
 		require.True(t, cards[3].Thread.BotSpoke, "the bot's words in the transaction are seen")
@@ -200,4 +200,35 @@ func TestAdmitOneThreadPerTransaction(t *testing.T) {
 			require.Equal(t, cards[0].Thread.ID, c.Thread.ID)
 		}
 	})
+}
+
+// TestCardsOnABusyThreadDoNotQueue: on PostgreSQL, a transaction that
+// admits a card to an existing Thread does not wait for another, still
+// open, that admitted one there too: a card that changes nothing of its
+// Thread only reads its row.
+func TestCardsOnABusyThreadDoNotQueue(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Postgres(t)
+	ctx := context.Background()
+	s := tickets.New(tickets.Config{Now: fixedNow})
+	const key = "github:octo/repo#41"
+	first, second, third := delivery(t, d, "q1"), delivery(t, d, "q2"), delivery(t, d, "q3")
+	require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
+		_, err := s.Admit(ctx, tx, newCard(first, key, "opened"), 0)
+		return err
+	}))
+
+	held, err := d.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = held.Rollback(ctx) }()
+	_, err = s.Admit(ctx, held, newCard(second, key, "still open"), 0)
+	require.NoError(t, err)
+
+	bounded, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	require.NoError(t, d.InTx(bounded, func(tx *db.Tx) error {
+		_, err := s.Admit(bounded, tx, newCard(third, key, "alongside"), 0)
+		return err
+	}), "the second card waited for the first's transaction")
+	require.NoError(t, held.Commit(ctx))
 }

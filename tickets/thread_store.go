@@ -32,6 +32,8 @@ type Thread struct {
 	// replies there address it.
 	BotSpoke  bool      `json:"bot_spoke"`
 	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt is when the title, head ref or BotSpoke last changed (a
+	// card that changes none of them leaves it).
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
@@ -48,7 +50,19 @@ func scanThread(row scanner) (Thread, error) {
 
 // UpsertThread creates the Thread with t.Key or refreshes it: a non-empty
 // title or head ref replaces the stored one, BotSpoke is only ever set.
+//
+// Most cards bring their Thread nothing new, and then it is only read:
+// a read takes no lock, so concurrent transactions about one busy issue do
+// not queue behind each other on its row, as they would behind a write
+// that changes nothing.
 func (s *Store) UpsertThread(ctx context.Context, q db.Querier, t Thread) (Thread, error) {
+	cur, err := s.ThreadByKey(ctx, q, t.Key)
+	switch {
+	case err == nil && !cur.refreshedBy(t):
+		return cur, nil
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return Thread{}, err
+	}
 	now := s.nowUTC()
 	row := q.QueryRow(ctx, `
 INSERT INTO threads (source, key, repo, number, title, head_ref, bot_spoke, created_at, updated_at)
@@ -65,6 +79,11 @@ RETURNING `+threadColumns,
 		return Thread{}, fmt.Errorf("upserting thread %q: %w", t.Key, err)
 	}
 	return out, nil
+}
+
+// refreshedBy reports whether upserting in would change t.
+func (t Thread) refreshedBy(in Thread) bool {
+	return in.Title != "" && in.Title != t.Title || in.HeadRef != "" && in.HeadRef != t.HeadRef || in.BotSpoke && !t.BotSpoke
 }
 
 // ThreadByKey reads a Thread by its key.
