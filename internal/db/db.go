@@ -303,7 +303,11 @@ func (t *Tx) Forget(key any) { delete(t.memo, key) }
 
 // Once runs fn the first time it is called with key in the transaction
 // and does nothing on later calls; a call that fails is not remembered.
+// Without a transaction (nil) fn always runs.
 func (t *Tx) Once(key any, fn func() error) error {
+	if t == nil {
+		return fn()
+	}
 	if _, ok := t.Recall(key); ok {
 		return nil
 	}
