@@ -75,6 +75,17 @@ func (w *Waker) scheduleTurn(ctx context.Context, tx *db.Tx) error {
 			at = now().Add(w.Debounce)
 		}
 	}
+	// A turn that waits to start will read what tx adds. Seeing it takes
+	// one indexed read; River's unique insert would find it too, through
+	// a statement many times heavier, once for every batch of cards.
+	var waiting int
+	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM river_job WHERE state IN ('available', 'pending', 'scheduled', 'retryable') AND queue = $1 AND kind = $2`,
+		queue.Routing, RouteArgs{}.Kind()).Scan(&waiting); err != nil {
+		return fmt.Errorf("scheduling a main Session turn: %w", err)
+	}
+	if waiting > 0 {
+		return nil
+	}
 	if err := w.twoSlots(ctx, tx, at, func(slot int) river.JobArgs { return RouteArgs{Slot: slot} }); err != nil {
 		return fmt.Errorf("scheduling a main Session turn: %w", err)
 	}

@@ -150,8 +150,23 @@ func TestScheduleTurnOncePerTransaction(t *testing.T) {
 		require.Zero(t, again)
 		require.Equal(t, []string{"available"}, states(t, d, "route_turn"))
 
+		// Another transaction sees the waiting turn with one read.
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
+			before := d.Statements()
+			require.NoError(t, w.ScheduleTurn(ctx, tx))
+			require.Equal(t, int64(1), d.Statements()-before)
+			return nil
+		}))
+		require.Equal(t, []string{"available"}, states(t, d, "route_turn"))
+
+		// A turn that started may have read already: one waits behind it.
+		_, err := d.Exec(ctx, `UPDATE river_job SET state = 'running' WHERE kind = 'route_turn'`)
+		require.NoError(t, err)
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error { return w.ScheduleTurn(ctx, tx) }))
+		require.Equal(t, []string{"running", "available"}, states(t, d, "route_turn"))
+
 		// A transaction that failed to schedule tries again.
-		err := d.InTx(ctx, func(tx *db.Tx) error {
+		err = d.InTx(ctx, func(tx *db.Tx) error {
 			cancelled, cancel := context.WithCancel(ctx)
 			cancel()
 			require.Error(t, w.ScheduleTurn(cancelled, tx))
