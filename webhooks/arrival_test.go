@@ -28,6 +28,7 @@ func TestCardOnArrivalOnceThePermissionIsCached(t *testing.T) {
 
 		first := e.send(t, e.request(t, "issue_comment", e.guid(), body))
 		require.Equal(t, http.StatusAccepted, first.Status)
+		require.Equal(t, webhooks.DeliveryReceived, first.State, "the answer says what the delivery is")
 		require.Equal(t, webhooks.DeliveryReceived, e.delivery(t, first.Delivery).State, "left to its job")
 		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM river_job WHERE kind = 'ingest_delivery'"))
 		e.work(t, first.Delivery)
@@ -36,6 +37,7 @@ func TestCardOnArrivalOnceThePermissionIsCached(t *testing.T) {
 
 		second := e.send(t, e.request(t, "issue_comment", e.guid(), body))
 		require.Equal(t, http.StatusAccepted, second.Status)
+		require.Equal(t, webhooks.DeliveryProcessed, second.State, "the answer says the card was made")
 		require.Equal(t, webhooks.DeliveryProcessed, e.delivery(t, second.Delivery).State, "processed before the acknowledgement")
 		c := e.card(t, second.Delivery)
 		require.Equal(t, "admin", c.Author.Permission)

@@ -42,22 +42,24 @@ type pendingDelivery struct {
 	promoted bool          // chosen to lead a batch (under mu)
 	lead     chan struct{} // closed when this request is to write a batch
 	done     chan struct{} // closed when the result is set
-	id       int64
-	dup      bool
+	out      written
 	err      error
 }
 
-// written is the outcome of storing one delivery.
+// written is the outcome of storing one delivery: its id, or that it was
+// a redelivery, and its state once the transaction commits (processed
+// when its card was made there).
 type written struct {
-	id  int64
-	dup bool
+	id    int64
+	dup   bool
+	state string
 }
 
 // batchTimeout bounds one group transaction, independent of the request
 // that happens to lead it.
 const batchTimeout = 30 * time.Second
 
-func (c *committer) submit(ctx context.Context, d Delivery, read *ghEvent) (int64, bool, error) {
+func (c *committer) submit(ctx context.Context, d Delivery, read *ghEvent) (written, error) {
 	p := &pendingDelivery{ctx: ctx, d: d, read: read, lead: make(chan struct{}), done: make(chan struct{})}
 	c.mu.Lock()
 	c.pending = append(c.pending, p)
@@ -70,7 +72,7 @@ func (c *committer) submit(ctx context.Context, d Delivery, read *ghEvent) (int6
 
 	select {
 	case <-p.done:
-		return p.id, p.dup, p.err
+		return p.out, p.err
 	case <-p.lead:
 	}
 	// Lead: take this request and the waiting ones no other leader holds.
@@ -108,7 +110,7 @@ func (c *committer) submit(ctx context.Context, d Delivery, read *ghEvent) (int6
 	}
 	c.mu.Unlock()
 	<-p.done
-	return p.id, p.dup, p.err
+	return p.out, p.err
 }
 
 // writeBatch writes the batch in one transaction; if that fails, each
@@ -168,7 +170,7 @@ func (c *committer) tryWrite(ctx context.Context, ps []*pendingDelivery, withRea
 		return err
 	}
 	for i, p := range ps {
-		p.id, p.dup = out[i].id, out[i].dup
+		p.out = out[i]
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ func TestCommitterGroupsAndIsolates(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			out[i] = written{id, dup}
+			out[i] = written{id: id, dup: dup}
 		}
 		return out, nil
 	}}
@@ -47,8 +47,8 @@ func TestCommitterGroupsAndIsolates(t *testing.T) {
 	submit := func(key string) {
 		defer wg.Done()
 		dl := Delivery{Source: "github", DedupeKey: key, Event: "issues", Body: []byte("{}"), ReceivedAt: time.Now().UTC(), State: DeliveryIgnored}
-		id, dup, err := c.submit(context.Background(), dl, nil)
-		results <- result{key, id, dup, err}
+		stored, err := c.submit(context.Background(), dl, nil)
+		results <- result{key, stored.id, stored.dup, err}
 	}
 	for i := range n {
 		wg.Add(2)
@@ -94,14 +94,14 @@ func TestCommitterSkipsEndedRequests(t *testing.T) {
 	d := dbtest.SQLite(t)
 	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, ds []Delivery, _ []*ghEvent) ([]written, error) {
 		id, dup, err := insertDelivery(ctx, tx, ds[0])
-		return []written{{id, dup}}, err
+		return []written{{id: id, dup: dup}}, err
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := c.submit(ctx, Delivery{Source: "github", DedupeKey: "gone", Event: "issues", ReceivedAt: time.Now().UTC(), State: DeliveryIgnored}, nil)
+	_, err := c.submit(ctx, Delivery{Source: "github", DedupeKey: "gone", Event: "issues", ReceivedAt: time.Now().UTC(), State: DeliveryIgnored}, nil)
 	require.ErrorIs(t, err, context.Canceled)
-	id, dup, err := c.submit(context.Background(), Delivery{Source: "github", DedupeKey: "gone", Event: "issues", ReceivedAt: time.Now().UTC(), State: DeliveryIgnored}, nil)
+	stored, err := c.submit(context.Background(), Delivery{Source: "github", DedupeKey: "gone", Event: "issues", ReceivedAt: time.Now().UTC(), State: DeliveryIgnored}, nil)
 	require.NoError(t, err)
-	require.False(t, dup)
-	require.NotZero(t, id)
+	require.False(t, stored.dup)
+	require.NotZero(t, stored.id)
 }

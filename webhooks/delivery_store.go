@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,7 +109,7 @@ func insertDeliveries(ctx context.Context, q db.Querier, ds []Delivery) ([]writt
 	for i, d := range ds {
 		k := key{d.Source, d.DedupeKey}
 		id, ok := ids[k]
-		out[i] = written{id: id, dup: !ok}
+		out[i] = written{id: id, dup: !ok, state: d.State}
 		delete(ids, k) // a second delivery with the key in ds is a redelivery
 	}
 	return out, nil
@@ -185,6 +186,16 @@ func (o *outcomes) set(id int64, state, reason string) {
 		o.order = append(o.order, k)
 	}
 	o.ids[k] = append(o.ids[k], id)
+}
+
+// stateOf is the state set for delivery id, or received when none was.
+func (o *outcomes) stateOf(id int64) string {
+	for _, k := range o.order {
+		if slices.Contains(o.ids[k], id) {
+			return k.state
+		}
+	}
+	return DeliveryReceived
 }
 
 // write stores the outcomes set, once each: a delivery no longer received

@@ -127,10 +127,11 @@ func (s *Service) storeFeishu(ctx context.Context, plain []byte) (dup bool, err 
 	if len(d.Event) > 100 {
 		d.Event = d.Event[:100]
 	}
-	_, dup, err = s.record(ctx, d, nil)
+	stored, err := s.record(ctx, d, nil)
 	if err != nil {
 		return false, fmt.Errorf("storing feishu event: %w", err)
 	}
+	dup = stored.dup
 	outcome := map[string]string{DeliveryReceived: "accepted", DeliveryFailed: "malformed", DeliveryIgnored: "ignored"}[d.State]
 	if dup {
 		outcome = "duplicate"

@@ -222,10 +222,11 @@ func FuzzProcessGitHub(f *testing.F) {
 		if n%2 == 0 {
 			read = s.readOnArrival(dl)
 		}
-		id, _, err := s.record(ctx, dl, read)
+		stored, err := s.record(ctx, dl, read)
 		if err != nil {
 			t.Fatal(err)
 		}
+		id := stored.id
 		if err := s.process(ctx, id, permissionAttempts); err != nil {
 			t.Fatalf("working %s delivery: %v", event, err)
 		}

@@ -84,17 +84,17 @@ func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
 		// Kept as a record, without the body nobody will read.
 		d.State, d.Error, d.Body, outcome = DeliveryIgnored, "event "+event+" is not processed", nil, "ignored"
 	}
-	id, dup, err := s.record(r.Context(), d, read)
+	stored, err := s.record(r.Context(), d, read)
 	if err != nil {
 		return err
 	}
-	if dup {
+	if stored.dup {
 		s.metrics.count("github", event, "duplicate")
 		httpserver.WriteJSON(w, http.StatusOK, map[string]any{"status": "duplicate"})
 		return nil
 	}
 	s.metrics.count("github", event, outcome)
-	httpserver.WriteJSON(w, http.StatusAccepted, map[string]any{"status": d.State, "delivery": id})
+	httpserver.WriteJSON(w, http.StatusAccepted, map[string]any{"status": stored.state, "delivery": stored.id})
 	return nil
 }
 
@@ -103,7 +103,7 @@ func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
 // read, when not nil, is the payload read on arrival: the card is then
 // made in that same transaction when nothing it needs is outside the
 // database, and no job is needed.
-func (s *Service) record(ctx context.Context, d Delivery, read *ghEvent) (id int64, dup bool, err error) {
+func (s *Service) record(ctx context.Context, d Delivery, read *ghEvent) (written, error) {
 	return s.commits.submit(ctx, d, read)
 }
 
@@ -170,6 +170,7 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery,
 				return nil, fmt.Errorf("processing delivery %d on arrival: %w", d.ID, err)
 			}
 			if done {
+				out[i].state = outcomes.stateOf(d.ID)
 				continue
 			}
 		}
