@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
@@ -13,6 +14,12 @@ import (
 // PermissionCache answers a person's permission level on a repository
 // from the github_permissions table while fresh, else from the API
 // through the repository's installation (and then caches it).
+//
+// A level this process read or fetched is also kept in memory, for as long
+// as it is fresh by the time GitHub gave it: a busy author's comments then
+// cost no read at all, and nothing is believed longer than TTL after
+// GitHub said it, in memory or in the table. (Another process's newer
+// answer is seen once this one's expires.)
 type PermissionCache struct {
 	// DB holds the cache and the installations. Required.
 	DB db.Querier
@@ -22,6 +29,58 @@ type PermissionCache struct {
 	TTL time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+
+	mu  sync.Mutex
+	mem map[permKey]knownLevel
+}
+
+// permKey is a login on a repository, both lower-case; knownLevel is a
+// level and when GitHub gave it.
+type permKey struct{ repo, login string }
+
+type knownLevel struct {
+	level   string
+	fetched time.Time
+}
+
+// maxRemembered bounds the levels kept in memory; past it, the expired
+// ones go, and if none has, all of them.
+const maxRemembered = 10000
+
+func (p *PermissionCache) recall(k permKey, now time.Time) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.mem[k]
+	if !ok || now.Sub(l.fetched) >= p.ttl() {
+		return "", false
+	}
+	return l.level, true
+}
+
+func (p *PermissionCache) remember(k permKey, level string, fetched, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mem == nil {
+		p.mem = map[permKey]knownLevel{}
+	}
+	if len(p.mem) >= maxRemembered {
+		for key, l := range p.mem {
+			if now.Sub(l.fetched) >= p.ttl() {
+				delete(p.mem, key)
+			}
+		}
+		if len(p.mem) >= maxRemembered {
+			clear(p.mem)
+		}
+	}
+	p.mem[k] = knownLevel{level: level, fetched: fetched}
+}
+
+func (p *PermissionCache) ttl() time.Duration {
+	if p.TTL <= 0 {
+		return 10 * time.Minute
+	}
+	return p.TTL
 }
 
 // Level returns login's permission level on owner/name. installationID may
@@ -39,12 +98,14 @@ func (p *PermissionCache) Level(ctx context.Context, installationID int64, owner
 	if err != nil {
 		return "", err
 	}
+	now := p.now().UTC()
 	if _, err := p.DB.Exec(ctx, `
 INSERT INTO github_permissions (repo, login, permission, fetched_at) VALUES ($1, $2, $3, $4)
 ON CONFLICT (repo, login) DO UPDATE SET permission = excluded.permission, fetched_at = excluded.fetched_at`,
-		repo, key, perm, p.now().UTC()); err != nil {
+		repo, key, perm, now); err != nil {
 		return "", fmt.Errorf("caching permission of %s on %s: %w", login, repo, err)
 	}
+	p.remember(permKey{repo, key}, perm, now, now)
 	return perm, nil
 }
 
@@ -70,21 +131,22 @@ func (p *PermissionCache) cached(ctx context.Context, q db.Querier, installation
 			return "unknown", true, 0, nil
 		}
 	}
-	ttl := p.TTL
-	if ttl <= 0 {
-		ttl = 10 * time.Minute
+	now := p.now().UTC()
+	k := permKey{strings.ToLower(owner + "/" + name), strings.ToLower(login)}
+	if perm, ok := p.recall(k, now); ok {
+		return perm, true, installationID, nil
 	}
-	repo := strings.ToLower(owner + "/" + name)
 	var fetched time.Time
-	err = q.QueryRow(ctx, "SELECT permission, fetched_at FROM github_permissions WHERE repo = $1 AND login = $2", repo, strings.ToLower(login)).Scan(&perm, &fetched)
+	err = q.QueryRow(ctx, "SELECT permission, fetched_at FROM github_permissions WHERE repo = $1 AND login = $2", k.repo, k.login).Scan(&perm, &fetched)
 	switch {
 	case errors.Is(err, db.ErrNoRows):
 		return "", false, installationID, nil
 	case err != nil:
-		return "", false, 0, fmt.Errorf("reading cached permission of %s on %s: %w", login, repo, err)
-	case p.now().UTC().Sub(fetched) >= ttl:
+		return "", false, 0, fmt.Errorf("reading cached permission of %s on %s: %w", login, k.repo, err)
+	case now.Sub(fetched) >= p.ttl():
 		return "", false, installationID, nil
 	}
+	p.remember(k, perm, fetched, now)
 	return perm, true, installationID, nil
 }
 
