@@ -21,18 +21,12 @@ func TestCommitterGroupsAndIsolates(t *testing.T) {
 	t.Parallel()
 	d := dbtest.SQLite(t)
 	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, ds []Delivery, _ []*ghEvent) ([]written, error) {
-		out := make([]written, len(ds))
-		for i, dl := range ds {
+		for _, dl := range ds {
 			if dl.DedupeKey == "poison" {
 				return nil, errors.New("cannot write this one")
 			}
-			id, dup, err := insertDelivery(ctx, tx, dl)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = written{id: id, dup: dup}
 		}
-		return out, nil
+		return insertDeliveries(ctx, tx, ds)
 	}}
 
 	const n = 40
@@ -93,8 +87,7 @@ func TestCommitterSkipsEndedRequests(t *testing.T) {
 	t.Parallel()
 	d := dbtest.SQLite(t)
 	c := &committer{d: d, max: 64, slots: 1, write: func(ctx context.Context, tx *db.Tx, ds []Delivery, _ []*ghEvent) ([]written, error) {
-		id, dup, err := insertDelivery(ctx, tx, ds[0])
-		return []written{{id: id, dup: dup}}, err
+		return insertDeliveries(ctx, tx, ds)
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -45,16 +45,6 @@ type Delivery struct {
 // ErrDeliveryNotFound is returned for an unknown delivery.
 var ErrDeliveryNotFound = errors.New("delivery not found")
 
-// insertDelivery stores d unless its dedupe key was seen; dup reports a
-// redelivery (nothing stored).
-func insertDelivery(ctx context.Context, q db.Querier, d Delivery) (id int64, dup bool, err error) {
-	out, err := insertDeliveries(ctx, q, []Delivery{d})
-	if err != nil {
-		return 0, false, err
-	}
-	return out[0].id, out[0].dup, nil
-}
-
 // insertDeliveries stores, in one statement and in the order given, the
 // deliveries whose dedupe keys were not seen, and reports for each its id
 // or that it is a redelivery (the second of two with one key in ds is one
