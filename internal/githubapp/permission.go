@@ -38,6 +38,10 @@ type PermissionCache struct {
 // level and when GitHub gave it.
 type permKey struct{ repo, login string }
 
+func keyOf(owner, name, login string) permKey {
+	return permKey{strings.ToLower(owner + "/" + name), strings.ToLower(login)}
+}
+
 type knownLevel struct {
 	level   string
 	fetched time.Time
@@ -92,8 +96,7 @@ func (p *PermissionCache) Level(ctx context.Context, installationID int64, owner
 	if err != nil || ok {
 		return perm, err
 	}
-	repo := strings.ToLower(owner + "/" + name)
-	key := strings.ToLower(login)
+	k := keyOf(owner, name, login)
 	perm, err = p.Client.Permission(ctx, installationID, owner, name, login)
 	if err != nil {
 		return "", err
@@ -102,10 +105,10 @@ func (p *PermissionCache) Level(ctx context.Context, installationID int64, owner
 	if _, err := p.DB.Exec(ctx, `
 INSERT INTO github_permissions (repo, login, permission, fetched_at) VALUES ($1, $2, $3, $4)
 ON CONFLICT (repo, login) DO UPDATE SET permission = excluded.permission, fetched_at = excluded.fetched_at`,
-		repo, key, perm, now); err != nil {
-		return "", fmt.Errorf("caching permission of %s on %s: %w", login, repo, err)
+		k.repo, k.login, perm, now); err != nil {
+		return "", fmt.Errorf("caching permission of %s on %s: %w", login, k.repo, err)
 	}
-	p.remember(permKey{repo, key}, perm, now, now)
+	p.remember(k, perm, now, now)
 	return perm, nil
 }
 
@@ -132,7 +135,7 @@ func (p *PermissionCache) cached(ctx context.Context, q db.Querier, installation
 		}
 	}
 	now := p.now().UTC()
-	k := permKey{strings.ToLower(owner + "/" + name), strings.ToLower(login)}
+	k := keyOf(owner, name, login)
 	if perm, ok := p.recall(k, now); ok {
 		return perm, true, installationID, nil
 	}
