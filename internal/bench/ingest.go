@@ -135,8 +135,8 @@ func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, 
 	}
 	acks.elapsed = time.Since(begin)
 	acks.statements = d.Statements() - statements
-	var jobs, cards int
-	_ = d.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE kind = 'ingest_delivery'").Scan(&jobs)
+	var ingestJobs, cards int
+	_ = d.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE kind = 'ingest_delivery'").Scan(&ingestJobs)
 	_ = d.QueryRow(ctx, "SELECT count(*) FROM cards").Scan(&cards)
 	if cards != n {
 		return result{}, fmt.Errorf("%d deliveries made %d cards", n, cards)
@@ -144,7 +144,7 @@ func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, 
 	if c := calls.Load(); c > 0 {
 		return result{}, fmt.Errorf("the service called GitHub %d times; the permission was cached", c)
 	}
-	fmt.Printf("    (%d deliveries, %d cards, %d ingestion jobs)\n", n, cards, jobs)
+	fmt.Printf("    (%d deliveries, %d cards, %d ingestion jobs)\n", n, cards, ingestJobs)
 	return acks, nil
 }
 
