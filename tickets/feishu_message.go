@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/superagent-dev/superagent/internal/bodycodec"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
 )
@@ -23,8 +24,13 @@ func FeishuMessageID(ctx context.Context, q db.Querier, c Card) (string, error) 
 	if c.DeliveryID == 0 {
 		return "", nil
 	}
-	var body []byte
-	if err := q.QueryRow(ctx, `SELECT body FROM deliveries WHERE id = $1`, c.DeliveryID).Scan(&body); err != nil {
+	var stored []byte
+	var encoding string
+	if err := q.QueryRow(ctx, `SELECT body, body_encoding FROM deliveries WHERE id = $1`, c.DeliveryID).Scan(&stored, &encoding); err != nil {
+		return "", fmt.Errorf("reading delivery %d of card %d: %w", c.DeliveryID, c.ID, err)
+	}
+	body, err := bodycodec.Unpack(stored, encoding)
+	if err != nil {
 		return "", fmt.Errorf("reading delivery %d of card %d: %w", c.DeliveryID, c.ID, err)
 	}
 	ev, err := feishu.Parse(body, feishu.ParseOptions{})

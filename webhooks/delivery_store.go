@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/superagent-dev/superagent/internal/bodycodec"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -40,6 +41,18 @@ type Delivery struct {
 	// processes it (see processOnArrival): its state is then known to be
 	// received without reading it, as no other transaction can see it yet.
 	storing bool
+	// stored and encoding are Body as the row keeps it (see pack).
+	stored   []byte
+	encoding string
+}
+
+// pack compresses the body for storage, once; the request's goroutine
+// calls it before the delivery joins a batch, so the transaction every
+// request shares only copies the smaller bytes.
+func (d *Delivery) pack() {
+	if d.encoding == "" {
+		d.stored, d.encoding = bodycodec.Pack(d.Body)
+	}
 }
 
 // ErrDeliveryNotFound is returned for an unknown delivery.
@@ -50,16 +63,17 @@ var ErrDeliveryNotFound = errors.New("delivery not found")
 // or that it is a redelivery (the second of two with one key in ds is one
 // too).
 func insertDeliveries(ctx context.Context, q db.Querier, ds []Delivery) ([]written, error) {
-	const columns = 8
+	const columns = 9
 	var sql strings.Builder
-	sql.WriteString("INSERT INTO deliveries (source, dedupe_key, event, headers, body, received_at, state, error) VALUES ")
+	sql.WriteString("INSERT INTO deliveries (source, dedupe_key, event, headers, body, body_encoding, received_at, state, error) VALUES ")
 	args := make([]any, 0, columns*len(ds))
 	for i, d := range ds {
 		headers, err := json.Marshal(d.Headers)
 		if err != nil {
 			return nil, fmt.Errorf("encoding delivery headers: %w", err)
 		}
-		body := d.Body
+		d.pack()
+		body := d.stored
 		if body == nil {
 			body = []byte{}
 		}
@@ -74,7 +88,7 @@ func insertDeliveries(ctx context.Context, q db.Querier, ds []Delivery) ([]writt
 			fmt.Fprintf(&sql, "$%d", i*columns+c+1)
 		}
 		sql.WriteByte(')')
-		args = append(args, d.Source, d.DedupeKey, d.Event, string(headers), body, d.ReceivedAt, d.State, d.Error)
+		args = append(args, d.Source, d.DedupeKey, d.Event, string(headers), body, d.encoding, d.ReceivedAt, d.State, d.Error)
 	}
 	sql.WriteString(" ON CONFLICT (source, dedupe_key) DO NOTHING RETURNING id, source, dedupe_key")
 	type key struct{ source, dedupe string }
@@ -105,14 +119,19 @@ func insertDeliveries(ctx context.Context, q db.Querier, ds []Delivery) ([]writt
 	return out, nil
 }
 
-const deliveryColumns = "id, source, dedupe_key, event, headers, body, received_at, state, error"
+const deliveryColumns = "id, source, dedupe_key, event, headers, body, body_encoding, received_at, state, error"
 
 func scanDelivery(row db.Row) (Delivery, error) {
 	var d Delivery
 	var headers string
-	if err := row.Scan(&d.ID, &d.Source, &d.DedupeKey, &d.Event, &headers, &d.Body, &d.ReceivedAt, &d.State, &d.Error); err != nil {
+	if err := row.Scan(&d.ID, &d.Source, &d.DedupeKey, &d.Event, &headers, &d.stored, &d.encoding, &d.ReceivedAt, &d.State, &d.Error); err != nil {
 		return Delivery{}, err
 	}
+	body, err := bodycodec.Unpack(d.stored, d.encoding)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("reading the body of delivery %d: %w", d.ID, err)
+	}
+	d.Body = body
 	if err := json.Unmarshal([]byte(headers), &d.Headers); err != nil {
 		return Delivery{}, fmt.Errorf("decoding headers of delivery %d: %w", d.ID, err)
 	}

@@ -104,6 +104,7 @@ func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
 // made in that same transaction when nothing it needs is outside the
 // database, and no job is needed.
 func (s *Service) record(ctx context.Context, d Delivery, read *ghEvent) (written, error) {
+	d.pack()
 	return s.commits.submit(ctx, d, read)
 }
 
