@@ -107,6 +107,7 @@ type Service struct {
 	slugMu sync.Mutex
 	slug   string
 	perms  *githubapp.PermissionCache
+	facts  recordedFacts
 
 	// cardAnswer answers card actions (AnswerCards).
 	cardAnswer CardAnswerer
