@@ -60,6 +60,19 @@ func (w *Waker) scheduleTurn(ctx context.Context, tx *db.Tx) error {
 	if w.Now != nil {
 		now = w.Now
 	}
+	// A turn that waits to start will read what tx adds. Seeing it takes
+	// one indexed read; River's unique insert would find it too, through
+	// a statement many times heavier, once for every batch of cards. It is
+	// looked for first: under load one waits nearly always, and whether
+	// the main Session is busy then does not matter.
+	var waiting int
+	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM river_job WHERE state IN ('available', 'pending', 'scheduled', 'retryable') AND queue = $1 AND kind = $2`,
+		queue.Routing, RouteArgs{}.Kind()).Scan(&waiting); err != nil {
+		return fmt.Errorf("scheduling a main Session turn: %w", err)
+	}
+	if waiting > 0 {
+		return nil
+	}
 	// A zero time is "now" to River, which then tells its workers at once
 	// (a time it is given is only polled for).
 	var at time.Time
@@ -74,17 +87,6 @@ func (w *Waker) scheduleTurn(ctx context.Context, tx *db.Tx) error {
 		if busy {
 			at = now().Add(w.Debounce)
 		}
-	}
-	// A turn that waits to start will read what tx adds. Seeing it takes
-	// one indexed read; River's unique insert would find it too, through
-	// a statement many times heavier, once for every batch of cards.
-	var waiting int
-	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM river_job WHERE state IN ('available', 'pending', 'scheduled', 'retryable') AND queue = $1 AND kind = $2`,
-		queue.Routing, RouteArgs{}.Kind()).Scan(&waiting); err != nil {
-		return fmt.Errorf("scheduling a main Session turn: %w", err)
-	}
-	if waiting > 0 {
-		return nil
 	}
 	if err := w.twoSlots(ctx, tx, at, func(slot int) river.JobArgs { return RouteArgs{Slot: slot} }); err != nil {
 		return fmt.Errorf("scheduling a main Session turn: %w", err)

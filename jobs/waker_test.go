@@ -135,7 +135,12 @@ func TestScheduleTurnOncePerTransaction(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
-		w := &jobs.Waker{Queue: newQueue(t, d)}
+		// The main Session is idle: a turn starts at once.
+		var busyAsked int
+		w := &jobs.Waker{Queue: newQueue(t, d), Debounce: time.Minute, Busy: func(context.Context, db.Querier, time.Time) (bool, error) {
+			busyAsked++
+			return false, nil
+		}}
 		var first, again int64
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
 			before := d.Statements()
@@ -150,13 +155,16 @@ func TestScheduleTurnOncePerTransaction(t *testing.T) {
 		require.Zero(t, again)
 		require.Equal(t, []string{"available"}, states(t, d, "route_turn"))
 
-		// Another transaction sees the waiting turn with one read.
+		// Another transaction sees the waiting turn with one read, and
+		// whether the main Session is busy does not matter then.
+		require.Equal(t, 1, busyAsked)
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
 			before := d.Statements()
 			require.NoError(t, w.ScheduleTurn(ctx, tx))
 			require.Equal(t, int64(1), d.Statements()-before)
 			return nil
 		}))
+		require.Equal(t, 1, busyAsked)
 		require.Equal(t, []string{"available"}, states(t, d, "route_turn"))
 
 		// A turn that started may have read already: one waits behind it.
