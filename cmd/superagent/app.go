@@ -21,6 +21,7 @@ import (
 	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
+	"github.com/superagent-dev/superagent/internal/gcfloor"
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/internal/probe"
@@ -298,6 +299,9 @@ func (a *app) stoppedAtLimit(ctx context.Context, q db.Querier, ticketID int64) 
 // shutdown bounded by cfg.ShutdownTimeout.
 func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer, withHTTP bool) error {
 	logger := newLogger(stderr, cfg, cfg.LogLevel)
+	if gcfloor.Keep(gcfloor.DefaultFloor) {
+		logger.Debug("garbage collector given a heap floor", "floor_mib", gcfloor.DefaultFloor>>20)
+	}
 	d, err := db.Open(ctx, cfg.DatabaseURL, db.Options{})
 	if err != nil {
 		return err

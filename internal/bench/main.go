@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/gcfloor"
 	"github.com/superagent-dev/superagent/internal/probe"
 	"github.com/superagent-dev/superagent/internal/queue"
 )
@@ -40,6 +41,8 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	// As cmd/superagent runs the service (the load generator shares it).
+	gcfloor.Keep(gcfloor.DefaultFloor)
 	if err := run(context.Background(), *n, *concurrency, *only); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
