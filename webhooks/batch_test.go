@@ -87,3 +87,51 @@ func TestBatchWithARedelivery(t *testing.T) {
 		}
 	})
 }
+
+// A batch stores what it reads on arrival as processed, and corrects, in
+// the same transaction, each delivery that ends otherwise: ignored with
+// its reason, or received again for the job that asks GitHub.
+func TestBatchCorrectsPresumedOutcomes(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := setup(t, d)
+		mk := func(event, path string, body []byte) webhooks.Delivery {
+			if body == nil {
+				body = fixture(t, path)
+			}
+			return webhooks.Delivery{Source: "github", DedupeKey: e.guid(), Event: event, Headers: map[string]string{},
+				Body: body, ReceivedAt: time.Now().UTC(), State: webhooks.DeliveryReceived}
+		}
+		ids, err := e.svc.StoreTogether(ctx, []webhooks.Delivery{
+			mk("issues", "issues/opened.payload.json", nil),
+			mk("issue_comment", "issue_comment/deleted.payload.json", nil),
+			mk("issue_comment", "", throughInstallation(t, fixture(t, "issue_comment/created.payload.json"))),
+			mk("installation_repositories", "installation_repositories/added.payload.json", nil),
+		})
+		require.NoError(t, err)
+		type row struct {
+			state, reason string
+			processed     bool
+		}
+		read := func(id int64) row {
+			var r row
+			require.NoError(t, d.QueryRow(ctx, "SELECT state, error, processed_at IS NOT NULL FROM deliveries WHERE id = $1", id).Scan(&r.state, &r.reason, &r.processed))
+			return r
+		}
+		require.Equal(t, row{webhooks.DeliveryProcessed, "", true}, read(ids[0]), "a card made")
+		ignored := read(ids[1])
+		require.Equal(t, webhooks.DeliveryIgnored, ignored.state)
+		require.NotEmpty(t, ignored.reason)
+		require.True(t, ignored.processed)
+		require.Equal(t, row{webhooks.DeliveryReceived, "", false}, read(ids[2]), "the author's permission is to be asked: back to received")
+		require.Equal(t, row{webhooks.DeliveryProcessed, "", true}, read(ids[3]), "an installation change applied")
+		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM cards"))
+		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM river_job WHERE kind = 'ingest_delivery'"))
+
+		// The job takes the one left received, as it would have before.
+		e.work(t, ids[2])
+		require.Equal(t, webhooks.DeliveryProcessed, read(ids[2]).state)
+		require.Equal(t, 2, count(t, d, "SELECT COUNT(*) FROM cards"))
+	})
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +43,8 @@ type Delivery struct {
 	// stored and encoding are Body as the row keeps it (see pack).
 	stored   []byte
 	encoding string
+	// processedAt, when set, is stored as the row's processed_at.
+	processedAt time.Time
 }
 
 // pack compresses the body for storage, once; the request's goroutine
@@ -63,9 +64,9 @@ var ErrDeliveryNotFound = errors.New("delivery not found")
 // or that it is a redelivery (the second of two with one key in ds is one
 // too).
 func insertDeliveries(ctx context.Context, q db.Querier, ds []Delivery) ([]written, error) {
-	const columns = 9
+	const columns = 10
 	var sql strings.Builder
-	sql.WriteString("INSERT INTO deliveries (source, dedupe_key, event, headers, body, body_encoding, received_at, state, error) VALUES ")
+	sql.WriteString("INSERT INTO deliveries (source, dedupe_key, event, headers, body, body_encoding, received_at, state, error, processed_at) VALUES ")
 	args := make([]any, 0, columns*len(ds))
 	for i, d := range ds {
 		headers, err := json.Marshal(d.Headers)
@@ -88,7 +89,11 @@ func insertDeliveries(ctx context.Context, q db.Querier, ds []Delivery) ([]writt
 			fmt.Fprintf(&sql, "$%d", i*columns+c+1)
 		}
 		sql.WriteByte(')')
-		args = append(args, d.Source, d.DedupeKey, d.Event, string(headers), body, d.encoding, d.ReceivedAt, d.State, d.Error)
+		var processedAt any
+		if !d.processedAt.IsZero() {
+			processedAt = d.processedAt
+		}
+		args = append(args, d.Source, d.DedupeKey, d.Event, string(headers), body, d.encoding, d.ReceivedAt, d.State, d.Error, processedAt)
 	}
 	sql.WriteString(" ON CONFLICT (source, dedupe_key) DO NOTHING RETURNING id, source, dedupe_key")
 	type key struct{ source, dedupe string }
@@ -176,20 +181,42 @@ func finishDelivery(ctx context.Context, q db.Querier, id int64, state, reason s
 
 // outcomes are the new states of the deliveries one transaction
 // processed, written together when its steps are done: a batch whose
-// deliveries all became cards is one UPDATE.
+// deliveries all became cards is one UPDATE, or none when they were stored
+// presumed processed (see presume). A delivery keeps its first outcome.
 type outcomes struct {
 	order []outcome // first seen first, for a stable statement order
 	ids   map[outcome][]int64
+	of    map[int64]outcome
+	// presumed are deliveries this transaction stored already processed.
+	presumed map[int64]bool
 }
 
 type outcome struct{ state, reason string }
 
-// set records that delivery id ends in state, for reason.
+// presume records that delivery id was stored processed, with no error, by
+// this transaction, which is processing it: only another outcome needs
+// writing.
+func (o *outcomes) presume(id int64) {
+	if o.presumed == nil {
+		o.presumed = map[int64]bool{}
+	}
+	o.presumed[id] = true
+}
+
+// set records that delivery id ends in state, for reason, unless an
+// outcome was set for it already.
 func (o *outcomes) set(id int64, state, reason string) {
+	if _, ok := o.of[id]; ok {
+		return
+	}
 	reason, _ = tickets.Truncate(strings.ToValidUTF8(reason, "?"), 1000)
 	k := outcome{state, reason}
-	if o.ids == nil {
-		o.ids = map[outcome][]int64{}
+	if o.of == nil {
+		o.of, o.ids = map[int64]outcome{}, map[outcome][]int64{}
+	}
+	o.of[id] = k
+	if o.presumed[id] && k == (outcome{DeliveryProcessed, ""}) {
+		return // stored so
 	}
 	if _, ok := o.ids[k]; !ok {
 		o.order = append(o.order, k)
@@ -197,39 +224,61 @@ func (o *outcomes) set(id int64, state, reason string) {
 	o.ids[k] = append(o.ids[k], id)
 }
 
-// stateOf is the state set for delivery id, or received when none was.
+// stateOf is the state delivery id ends in.
 func (o *outcomes) stateOf(id int64) string {
-	for _, k := range o.order {
-		if slices.Contains(o.ids[k], id) {
-			return k.state
-		}
+	if k, ok := o.of[id]; ok {
+		return k.state
+	}
+	if o.presumed[id] {
+		return DeliveryProcessed
 	}
 	return DeliveryReceived
 }
 
-// write stores the outcomes set, once each: a delivery no longer received
-// keeps its first.
+// write stores the outcomes set. A delivery stored earlier changes only
+// while it is received, so a second worker's outcome never overwrites the
+// first's; one this transaction presumed processed is corrected as it is
+// (back to received, it waits for its job).
 func (o *outcomes) write(ctx context.Context, q db.Querier, now time.Time) error {
 	for _, k := range o.order {
-		ids := o.ids[k]
-		var sql strings.Builder
-		sql.WriteString("UPDATE deliveries SET state = $1, error = $2, processed_at = $3 WHERE state = 'received' AND id IN (")
-		args := []any{k.state, k.reason, now}
-		for i, id := range ids {
-			if i > 0 {
-				sql.WriteString(", ")
+		var earlier, presumed []int64
+		for _, id := range o.ids[k] {
+			if o.presumed[id] {
+				presumed = append(presumed, id)
+			} else {
+				earlier = append(earlier, id)
 			}
-			fmt.Fprintf(&sql, "$%d", len(args)+1)
-			args = append(args, id)
 		}
-		sql.WriteByte(')')
-		if _, err := q.Exec(ctx, sql.String(), args...); err != nil {
-			if len(ids) == 1 {
-				return fmt.Errorf("marking delivery %d %s: %w", ids[0], k.state, err)
+		var at any = now
+		if k.state == DeliveryReceived {
+			at = nil
+		}
+		for _, w := range []struct {
+			ids   []int64
+			guard string
+		}{{earlier, "state = 'received' AND "}, {presumed, ""}} {
+			if len(w.ids) == 0 {
+				continue
 			}
-			return fmt.Errorf("marking %d deliveries %s: %w", len(ids), k.state, err)
+			var sql strings.Builder
+			sql.WriteString("UPDATE deliveries SET state = $1, error = $2, processed_at = $3 WHERE " + w.guard + "id IN (")
+			args := []any{k.state, k.reason, at}
+			for i, id := range w.ids {
+				if i > 0 {
+					sql.WriteString(", ")
+				}
+				fmt.Fprintf(&sql, "$%d", len(args)+1)
+				args = append(args, id)
+			}
+			sql.WriteByte(')')
+			if _, err := q.Exec(ctx, sql.String(), args...); err != nil {
+				if len(w.ids) == 1 {
+					return fmt.Errorf("marking delivery %d %s: %w", w.ids[0], k.state, err)
+				}
+				return fmt.Errorf("marking %d deliveries %s: %w", len(w.ids), k.state, err)
+			}
 		}
 	}
-	o.order, o.ids = nil, nil
+	*o = outcomes{}
 	return nil
 }

@@ -111,8 +111,9 @@ func (s *Service) record(ctx context.Context, d Delivery, read *ghEvent) (writte
 // writeDeliveries stores deliveries inside tx, processes there those read
 // on arrival that it can, and enqueues one job that processes the rest
 // that are new and to be processed, together. The batch costs a few
-// statements, not a few per delivery: the deliveries are stored by one,
-// their new states written by another, and what their cards share (an
+// statements, not a few per delivery: the deliveries are stored by one
+// (those read on arrival already processed, corrected by one more when
+// some end otherwise), and what their cards share (an
 // author, a repository, a Thread, a turn to schedule) is read or written
 // once (see db.Tx.Remember).
 //
@@ -130,9 +131,16 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery,
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Or(strings.Compare(ds[a].Source, ds[b].Source), strings.Compare(ds[a].DedupeKey, ds[b].DedupeKey))
 	})
+	// A delivery read on arrival is stored processed: nearly all become
+	// cards here, and the few that do not are corrected below, in this
+	// transaction, which spares every batch an UPDATE of its rows.
+	now := s.now()
 	sorted := make([]Delivery, len(ds))
 	for k, i := range order {
 		sorted[k] = ds[i]
+		if onArrival(ds, read, i) {
+			sorted[k].State, sorted[k].processedAt = DeliveryProcessed, now
+		}
 	}
 	stored, err := insertDeliveries(ctx, tx, sorted)
 	if err != nil {
@@ -165,13 +173,17 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery,
 			continue
 		}
 		d.ID = out[i].id
-		if i < len(read) && read[i] != nil {
+		if onArrival(ds, read, i) {
+			outcomes.presume(d.ID)
 			done, err := s.processOnArrival(ctx, tx, d, *read[i], &outcomes)
 			if err != nil {
 				return nil, fmt.Errorf("processing delivery %d on arrival: %w", d.ID, err)
 			}
+			if !done {
+				outcomes.set(d.ID, DeliveryReceived, "") // for its job
+			}
+			out[i].state = outcomes.stateOf(d.ID)
 			if done {
-				out[i].state = outcomes.stateOf(d.ID)
 				continue
 			}
 		}
@@ -186,6 +198,12 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery,
 		}
 	}
 	return out, nil
+}
+
+// onArrival reports whether ds[i] is processed by the transaction that
+// stores it: it was read on arrival and is to be processed.
+func onArrival(ds []Delivery, read []*ghEvent, i int) bool {
+	return i < len(read) && read[i] != nil && ds[i].State == DeliveryReceived
 }
 
 // checkGitHubHeaders refuses, from the headers alone, a request that cannot
