@@ -70,7 +70,9 @@ func ingest(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
 // client (whose cached answer for the author's permission is fresh, as it
 // is after the author's first comment, so the fake GitHub behind it is
 // never called), people to name authors, and the card hook scheduling the
-// main Session's turn (the turn itself is a no-op here). The rate counts a
+// main Session's turn (the turn itself is a no-op here, and the Waker takes
+// the main Session to be busy, as it is under load: a turn waits its
+// debounce, and the batches behind it find it waiting). The rate counts a
 // delivery once it is acknowledged and processed; the latencies are the
 // acknowledgements'.
 func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, error) {
