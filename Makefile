@@ -31,6 +31,7 @@ lint: ## vet and golangci-lint
 bench: ## measured figures, with ratios against baselines taken in the same run
 	$(GO) run ./internal/bench
 	$(GO) test -run '^$$' -bench 'BenchmarkActionOf|BenchmarkParseGitHub' -benchmem ./webhooks
+	$(GO) test -run '^$$' -bench 'BenchmarkPack' -benchmem ./internal/bodycodec
 	$(GO) test -run '^$$' -bench 'BenchmarkAssemble' -benchmem ./promptparts
 	$(GO) test -run '^$$' -bench 'BenchmarkStep' -benchmem -benchtime 1000x ./session
 	$(GO) test -run '^$$' -bench 'BenchmarkRun' -benchtime 200x ./executor/workspace
