@@ -18,6 +18,7 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
+	"github.com/superagent-dev/superagent/internal/fresh"
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/people"
@@ -107,7 +108,8 @@ type Service struct {
 	slugMu sync.Mutex
 	slug   string
 	perms  *githubapp.PermissionCache
-	facts  recordedFacts
+	// facts are the repository facts this process committed (factsFresh).
+	facts fresh.Memory[repositoryFacts, struct{}]
 
 	// cardAnswer answers card actions (AnswerCards).
 	cardAnswer CardAnswerer

@@ -252,9 +252,9 @@ func (s *Service) githubStep(d Delivery, ev ghEvent) step {
 	return func(ctx context.Context, tx *db.Tx, out *outcomes) error {
 		// A batch of deliveries about one repository records its facts
 		// once, and a busy repository's batches only now and then.
-		if now := s.now(); !s.facts.fresh(facts, now) {
+		if now := s.now(); !s.factsCommitted(facts, now) {
 			if err := tx.Once(facts, func() error {
-				tx.AfterCommit(func() { s.facts.remember(facts, now) })
+				tx.AfterCommit(func() { s.facts.Remember(facts, struct{}{}, now, factsFresh, now) })
 				return githubapp.RecordRepository(ctx, tx, facts.id, facts.defaultBranch, facts.description)
 			}); err != nil {
 				return err
@@ -274,7 +274,7 @@ func (s *Service) eventStep(d Delivery, ev ghEvent) step {
 			if err := applyInstallChange(ctx, tx, change, s.now()); err != nil {
 				return err
 			}
-			tx.AfterCommit(s.facts.forget)
+			tx.AfterCommit(s.facts.Forget)
 			tx.AfterCommit(func() { s.metrics.count(d.Source, d.Event, "processed") })
 			out.set(d.ID, DeliveryProcessed, "")
 			return nil

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/fresh"
 )
 
 // PermissionCache answers a person's permission level on a repository
@@ -30,54 +30,23 @@ type PermissionCache struct {
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 
-	mu  sync.Mutex
-	mem map[permKey]knownLevel
+	mem fresh.Memory[permKey, string]
 }
 
-// permKey is a login on a repository, both lower-case; knownLevel is a
-// level and when GitHub gave it.
+// permKey is a login on a repository, both lower-case.
 type permKey struct{ repo, login string }
 
 func keyOf(owner, name, login string) permKey {
 	return permKey{strings.ToLower(owner + "/" + name), strings.ToLower(login)}
 }
 
-type knownLevel struct {
-	level   string
-	fetched time.Time
-}
-
-// maxRemembered bounds the levels kept in memory; past it, the expired
-// ones go, and if none has, all of them.
-const maxRemembered = 10000
-
 func (p *PermissionCache) recall(k permKey, now time.Time) (string, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	l, ok := p.mem[k]
-	if !ok || now.Sub(l.fetched) >= p.ttl() {
-		return "", false
-	}
-	return l.level, true
+	return p.mem.Recall(k, p.ttl(), now)
 }
 
+// remember keeps level in memory as GitHub gave it at fetched.
 func (p *PermissionCache) remember(k permKey, level string, fetched, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mem == nil {
-		p.mem = map[permKey]knownLevel{}
-	}
-	if len(p.mem) >= maxRemembered {
-		for key, l := range p.mem {
-			if now.Sub(l.fetched) >= p.ttl() {
-				delete(p.mem, key)
-			}
-		}
-		if len(p.mem) >= maxRemembered {
-			clear(p.mem)
-		}
-	}
-	p.mem[k] = knownLevel{level: level, fetched: fetched}
+	p.mem.Remember(k, level, fetched, p.ttl(), now)
 }
 
 func (p *PermissionCache) ttl() time.Duration {
