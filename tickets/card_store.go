@@ -173,7 +173,7 @@ func (s *Store) Admit(ctx context.Context, tx *db.Tx, in NewCard, limit int, hoo
 	if limit <= 0 {
 		limit = DefaultTextLimit
 	}
-	thread, err := s.admitThread(ctx, tx, in.Thread)
+	thread, subscribers, err := s.admitThread(ctx, tx, in.Thread)
 	if err != nil {
 		return Card{}, err
 	}
@@ -183,10 +183,6 @@ func (s *Store) Admit(ctx context.Context, tx *db.Tx, in NewCard, limit int, hoo
 	// A reply in a Thread where the bot spoke addresses it.
 	if !in.Addressed && thread.BotSpoke && in.Author.Type == AuthorUser {
 		in.Addressed, in.AddressedWhy = true, "reply"
-	}
-	subscribers, err := s.followersOf(ctx, tx, thread.ID, thread.Key, live)
-	if err != nil {
-		return Card{}, err
 	}
 	if subscribers, err = s.relatedFollowers(ctx, tx, subscribers, in.Related); err != nil {
 		return Card{}, err
@@ -255,19 +251,37 @@ type threadMemo struct{ key string }
 
 type upserted struct{ in, out Thread }
 
-// admitThread upserts a card's Thread, once per transaction for cards that
-// bring it the same facts: a batch of comments on one issue writes its row
-// once, and does not hold that row's lock longer than it must.
-func (s *Store) admitThread(ctx context.Context, tx *db.Tx, in Thread) (Thread, error) {
+// admitThread returns a card's Thread, upserted when the card brings it
+// something new, and the live Tickets following it. The Thread is written
+// once per transaction for cards that bring it the same facts: a batch of
+// comments on one issue writes its row once, and does not hold that row's
+// lock longer than it must. A card on a Thread it leaves as it is costs
+// one read for both.
+func (s *Store) admitThread(ctx context.Context, tx *db.Tx, in Thread) (Thread, []int64, error) {
 	if v, ok := tx.Recall(threadMemo{in.Key}); ok && v.(upserted).in == in {
-		return v.(upserted).out, nil
+		out := v.(upserted).out
+		followers, err := s.followersOf(ctx, tx, out.ID, out.Key, live)
+		return out, followers, err
 	}
-	out, err := s.UpsertThread(ctx, tx, in)
-	if err != nil {
-		return Thread{}, err
+	cur, followers, err := s.threadWithFollowers(ctx, tx, in.Key)
+	found := err == nil
+	switch {
+	case found && !cur.refreshedBy(in):
+	case found || errors.Is(err, ErrNotFound):
+		if cur, err = s.writeThread(ctx, tx, in); err != nil {
+			return Thread{}, nil, err
+		}
+	default:
+		return Thread{}, nil, err
 	}
-	tx.Remember(threadMemo{in.Key}, upserted{in: in, out: out})
-	return out, nil
+	tx.Remember(threadMemo{in.Key}, upserted{in: in, out: cur})
+	if !found {
+		// A new review thread is followed through its pull request.
+		if followers, err = s.followersOf(ctx, tx, cur.ID, cur.Key, live); err != nil {
+			return Thread{}, nil, err
+		}
+	}
+	return cur, followers, nil
 }
 
 // FollowUpTickets lists the Tickets a follow-up card went to.

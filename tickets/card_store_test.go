@@ -3,6 +3,7 @@ package tickets_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -191,7 +192,9 @@ func TestAdmitOneThreadPerTransaction(t *testing.T) {
 			admit(tx, newCard(ids[3], key, "fourth"))
 			return nil
 		}))
-		require.Equal(t, same+2, retitled, "new facts read and write the Thread; the same facts neither")
+		// The same facts cost the followers and the card; new facts read
+		// the Thread with its followers, write it, and store the card.
+		require.Equal(t, same+1, retitled, "new facts read and write the Thread; the same facts neither")
 		require.Equal(t, "Crash on start, on Linux only", cards[2].Thread.Title)
 		require.False(t, cards[2].Addressed)
 		require.True(t, cards[3].Thread.BotSpoke, "the bot's words in the transaction are seen")
@@ -231,4 +234,56 @@ func TestCardsOnABusyThreadDoNotQueue(t *testing.T) {
 		return err
 	}), "the second card waited for the first's transaction")
 	require.NoError(t, held.Commit(ctx))
+}
+
+// TestAdmitReadsAKnownThreadWithItsFollowers: a card on a Thread it leaves
+// as it is reads the Thread and the live Tickets following it, through its
+// pull request for a review thread, in one statement, and goes to those
+// Tickets; an ended Ticket that followed it does not receive it.
+func TestAdmitReadsAKnownThreadWithItsFollowers(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := tickets.New(tickets.Config{Now: fixedNow})
+		const pull, review = "github:octo/repo#50", "github:octo/repo#50/review-thread/7"
+		src := admitted(t, d, s, "f1", pull)
+		first := admitted(t, d, s, "f2", review)
+		asks := 0
+		follow := func(thread int64) int64 {
+			asks++
+			asked := admitted(t, d, s, "ask-"+strconv.Itoa(asks), "github:octo/repo#1")
+			tk, err := s.CreateTicket(ctx, d, tickets.Ticket{Title: "Fix the crash", Repo: "octo/repo", SourceCardID: asked.ID})
+			require.NoError(t, err)
+			require.NoError(t, s.Subscribe(ctx, d, tk.ID, thread))
+			return tk.ID
+		}
+		byPull, byReview, ended := follow(src.Thread.ID), follow(first.Thread.ID), follow(src.Thread.ID)
+		require.NoError(t, s.Cancel(ctx, d, ended))
+
+		id := delivery(t, d, "f3")
+		var c tickets.Card
+		var statements int64
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
+			before := d.Statements()
+			c, err = s.Admit(ctx, tx, newCard(id, review, "still crashes"), 0)
+			statements = d.Statements() - before
+			return err
+		}))
+		require.Equal(t, first.Thread.ID, c.Thread.ID)
+		require.Equal(t, tickets.CardFollowUp, c.State)
+		require.Equal(t, byPull, c.TicketID, "the lowest live follower")
+		got, err := s.FollowUpTickets(ctx, d, c.ID)
+		require.NoError(t, err)
+		require.Equal(t, []int64{byPull, byReview}, got)
+		// The Thread with its followers, the card, and one notice for
+		// each of the two.
+		require.Equal(t, int64(4), statements)
+
+		// A Thread no Ticket follows reads the same way, and yields a
+		// candidate.
+		lone := admitted(t, d, s, "f4", "github:octo/repo#51")
+		again := admitted(t, d, s, "f5", "github:octo/repo#51")
+		require.Equal(t, lone.Thread.ID, again.Thread.ID)
+		require.Equal(t, tickets.CardCandidate, again.State)
+	})
 }

@@ -63,6 +63,11 @@ func (s *Store) UpsertThread(ctx context.Context, q db.Querier, t Thread) (Threa
 	case err != nil && !errors.Is(err, ErrNotFound):
 		return Thread{}, err
 	}
+	return s.writeThread(ctx, q, t)
+}
+
+// writeThread inserts t or refreshes the stored Thread with its key.
+func (s *Store) writeThread(ctx context.Context, q db.Querier, t Thread) (Thread, error) {
 	now := s.nowUTC()
 	row := q.QueryRow(ctx, `
 INSERT INTO threads (source, key, repo, number, title, head_ref, bot_spoke, created_at, updated_at)

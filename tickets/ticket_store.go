@@ -391,6 +391,51 @@ ORDER BY t.id`, threadID, parent)
 	return ids, nil
 }
 
+// threadWithFollowers reads the Thread with key and, in the same
+// statement, the live Tickets following it (lowest id first), as
+// followersOf would. A card on a known Thread, the usual case, needs both
+// and nothing else. ErrNotFound when no Thread has key: a new review
+// thread's followers, through its pull request, are then followersOf's.
+func (s *Store) threadWithFollowers(ctx context.Context, q db.Querier, key string) (Thread, []int64, error) {
+	parent, _, _ := strings.Cut(key, "/review-thread/")
+	var t Thread
+	var ids []int64
+	found := false
+	rows, err := q.Query(ctx, `
+SELECT th.id, th.source, th.key, th.repo, th.number, th.title, th.head_ref, th.bot_spoke, th.created_at, th.updated_at,
+    COALESCE(f.id, 0)
+FROM threads th
+LEFT JOIN (
+    SELECT DISTINCT t.id FROM subscriptions s
+    JOIN tickets t ON t.id = s.ticket_id
+    JOIN threads x ON x.id = s.thread_id
+    WHERE (x.key = $1 OR x.key = $2) AND `+live+`
+) f ON TRUE
+WHERE th.key = $1
+ORDER BY f.id`, key, parent)
+	if err != nil {
+		return Thread{}, nil, fmt.Errorf("reading thread %q: %w", key, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var follower int64
+		if err := rows.Scan(&t.ID, &t.Source, &t.Key, &t.Repo, &t.Number, &t.Title, &t.HeadRef, &t.BotSpoke, &t.CreatedAt, &t.UpdatedAt, &follower); err != nil {
+			return Thread{}, nil, fmt.Errorf("reading thread %q: %w", key, err)
+		}
+		found = true
+		if follower != 0 {
+			ids = append(ids, follower)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Thread{}, nil, fmt.Errorf("reading thread %q: %w", key, err)
+	}
+	if !found {
+		return Thread{}, nil, fmt.Errorf("reading thread %q: %w", key, ErrNotFound)
+	}
+	return t, ids, nil
+}
+
 // FollowUpNotice tells the main Session that a card reached a Ticket's
 // Executor; it may act on it only to stop work.
 type FollowUpNotice struct {
