@@ -44,7 +44,7 @@ const benchSecret = "bench-webhook-secret"
 // (or, when the card needs GitHub, its job) in one transaction, answer 202.
 // Workers are not running, so the figure is the acknowledgement path
 // GitHub waits on.
-func ingest(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
+func ingest(ctx context.Context, d *db.DB, n, concurrency int, prefix string) (result, error) {
 	q := queue.New(d, queue.Config{InsertOnly: true, ID: "bench-ingest"})
 	svc, err := webhooks.New(webhooks.Config{GitHub: webhooks.GitHubConfig{WebhookSecret: benchSecret, Slug: "superagent-bench"}}, d, q, nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -59,7 +59,7 @@ func ingest(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
 	defer srv.Close()
 
 	statements := d.Statements()
-	res, err := post(ctx, srv.URL, "bench", n, concurrency, 1)
+	res, err := post(ctx, srv.URL, prefix, n, concurrency, 1)
 	res.statements = d.Statements() - statements
 	return res, err
 }
@@ -146,7 +146,11 @@ func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, 
 	if c := calls.Load(); c > 0 {
 		return result{}, fmt.Errorf("the service called GitHub %d times; the permission was cached", c)
 	}
-	fmt.Printf("    (%d deliveries, %d cards, %d ingestion jobs)\n", n, cards, ingestJobs)
+	if ingestJobs > 0 {
+		// A card that needed GitHub, or failed on arrival: the figure is
+		// then not the path it names.
+		fmt.Printf("    (%d of %d deliveries went to an ingestion job)\n", ingestJobs, n)
+	}
 	return acks, nil
 }
 

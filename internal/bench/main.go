@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ func main() {
 	n := flag.Int("n", 4000, "operations per measurement")
 	concurrency := flag.Int("c", 8, "concurrent clients")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	rounds := flag.Int("rounds", 3, "rounds of every measurement, each with a baseline of its own")
 	only := flag.String("db", "", "measure on this database only: sqlite or postgresql (default both)")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -43,14 +45,18 @@ func main() {
 	}
 	// As cmd/superagent runs the service (the load generator shares it).
 	gcfloor.Keep(gcfloor.DefaultFloor)
-	if err := run(context.Background(), *n, *concurrency, *only); err != nil {
+	if *rounds < 1 || *n < 1 || *concurrency < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -n, -c and -rounds must be at least 1")
+		os.Exit(2)
+	}
+	if err := run(context.Background(), *n, *concurrency, *rounds, *only); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1) //nolint:gocritic // the profile was stopped just above
 	}
 }
 
-func run(ctx context.Context, n, concurrency int, only string) error {
+func run(ctx context.Context, n, concurrency, rounds int, only string) error {
 	targets, err := openTargets(ctx, only)
 	if err != nil {
 		return err
@@ -60,33 +66,102 @@ func run(ctx context.Context, n, concurrency int, only string) error {
 			t.close()
 		}
 	}()
-	fmt.Printf("superagent benchmarks: %d operations per measurement, concurrency %d\n\n", n, concurrency)
+	fmt.Printf("superagent benchmarks: %d operations per measurement, concurrency %d, %d rounds\n", n, concurrency, rounds)
+	fmt.Println("Each round measures River's insert again just before its own figures, and every ratio is to that")
+	fmt.Println("round's baseline, so a baseline that drifts between rounds moves both sides of its ratio.")
+	fmt.Println()
 	for _, t := range targets {
 		fmt.Printf("== %s\n", t.name)
-		base, err := riverInsert(ctx, t.db, n, concurrency)
-		if err != nil {
-			return fmt.Errorf("%s: River insert baseline: %w", t.name, err)
-		}
-		fmt.Printf("  River single-job insert (baseline): %8.0f jobs/s   p50 %-9s p99 %s\n", base.perSecond(), base.p(50), base.p(99))
-		in, err := ingest(ctx, t.db, n, concurrency)
-		if err != nil {
-			return fmt.Errorf("%s: ingestion: %w", t.name, err)
-		}
-		fmt.Printf("  GitHub webhook ingestion:           %8.0f deliveries/s   p50 %-9s p99 %-9s %.1f statements each\n", in.perSecond(), in.p(50), in.p(99), in.perOp())
-		fmt.Printf("    ratio to baseline %.0f%% (goal ≥ 60%%); p99/p50 %.1f (goal ≤ 4)\n",
-			100*in.perSecond()/base.perSecond(), float64(in.p(99))/float64(max(in.p(50), 1)))
-		for _, issues := range []int{1, 50} {
-			sv, err := carded(ctx, t.db, n, concurrency, issues)
-			if err != nil {
-				return fmt.Errorf("%s: the whole service: %w", t.name, err)
-			}
-			fmt.Printf("  Acknowledged and carded, workers on, %2d issue(s): %8.0f deliveries/s   ack p50 %-9s p99 %-9s %.1f statements each\n", issues, sv.perSecond(), sv.p(50), sv.p(99), sv.perOp())
-			fmt.Printf("    ratio to baseline %.0f%% (goal ≥ %d%%); ack p99/p50 %.1f (goal ≤ 3)\n",
-				100*sv.perSecond()/base.perSecond(), t.servedGoal, float64(sv.p(99))/float64(max(sv.p(50), 1)))
+		if err := measureTarget(ctx, t, n, concurrency, rounds); err != nil {
+			return err
 		}
 		fmt.Println()
 	}
 	return nil
+}
+
+// figure is one named measurement's rounds: what it measured, each beside
+// the baseline of its round.
+type figure struct {
+	name   string
+	goal   int // the rate's goal, in percent of the baseline
+	tail   float64
+	rounds []result
+	bases  []result
+}
+
+// measureTarget runs the rounds on one database and prints each round's
+// figures, then their medians and ranges.
+func measureTarget(ctx context.Context, t target, n, concurrency, rounds int) error {
+	figures := []*figure{
+		{name: "GitHub webhook ingestion (acknowledged, workers off)", goal: 60, tail: 4},
+		{name: "Acknowledged and carded, workers on, 1 issue", goal: t.servedGoal, tail: 3},
+		{name: "Acknowledged and carded, workers on, 50 issues", goal: t.servedGoal, tail: 3},
+	}
+	var bases []result
+	for round := 1; round <= rounds; round++ {
+		base, err := riverInsert(ctx, t.db, n, concurrency)
+		if err != nil {
+			return fmt.Errorf("%s: River insert baseline: %w", t.name, err)
+		}
+		bases = append(bases, base)
+		fmt.Printf("  round %d: River single-job insert (baseline) %6.0f jobs/s, p50 %s, p99 %s\n", round, base.perSecond(), base.p(50), base.p(99))
+		for i, f := range figures {
+			var r result
+			switch i {
+			case 0:
+				r, err = ingest(ctx, t.db, n, concurrency, fmt.Sprint("bench-", round))
+			case 1:
+				r, err = carded(ctx, t.db, n, concurrency, 1)
+			case 2:
+				r, err = carded(ctx, t.db, n, concurrency, 50)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %s: %w", t.name, f.name, err)
+			}
+			f.rounds, f.bases = append(f.rounds, r), append(f.bases, base)
+			fmt.Printf("    %-52s %6.0f/s (%3.0f%%), ack p50 %-9s p99 %-9s (%.1f), %.1f statements each\n",
+				f.name, r.perSecond(), 100*r.perSecond()/base.perSecond(), r.p(50), r.p(99), r.tailRatio(), r.perOp())
+		}
+	}
+	fmt.Printf("  over %d rounds, median [lowest – highest]:\n", rounds)
+	fmt.Printf("    %-52s %s jobs/s, p99/p50 %s\n", "River single-job insert (baseline)",
+		spread(bases, func(r result) float64 { return r.perSecond() }, "%.0f"),
+		spread(bases, result.tailRatio, "%.1f"))
+	for _, f := range figures {
+		ratios := make([]float64, len(f.rounds))
+		for i, r := range f.rounds {
+			ratios[i] = 100 * r.perSecond() / f.bases[i].perSecond()
+		}
+		fmt.Printf("    %-52s %s%% of the baseline (goal ≥ %d%%); ack p99/p50 %s (goal ≤ %.0f)\n", f.name,
+			spreadOf(ratios, "%.0f"), f.goal, spread(f.rounds, result.tailRatio, "%.1f"), f.tail)
+	}
+	return nil
+}
+
+// spread is spreadOf the values of rs.
+func spread(rs []result, value func(result) float64, format string) string {
+	vs := make([]float64, len(rs))
+	for i, r := range rs {
+		vs[i] = value(r)
+	}
+	return spreadOf(vs, format)
+}
+
+// spreadOf formats the median of vs and, with more than one, the range:
+// "52 [48 – 61]".
+func spreadOf(vs []float64, format string) string {
+	sorted := slices.Clone(vs)
+	slices.Sort(sorted)
+	median := sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		median = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+	}
+	out := fmt.Sprintf(format, median)
+	if len(sorted) > 1 {
+		out += fmt.Sprintf(" ["+format+" – "+format+"]", sorted[0], sorted[len(sorted)-1])
+	}
+	return out
 }
 
 // result is a measured run: how many operations took how long, and each
@@ -102,6 +177,9 @@ type result struct {
 func (r result) perOp() float64 { return float64(r.statements) / float64(max(len(r.latencies), 1)) }
 
 func (r result) perSecond() float64 { return float64(len(r.latencies)) / r.elapsed.Seconds() }
+
+// tailRatio is p99 ÷ p50.
+func (r result) tailRatio() float64 { return float64(r.p(99)) / float64(max(r.p(50), 1)) }
 
 func (r result) p(q int) time.Duration {
 	if len(r.latencies) == 0 {
