@@ -31,6 +31,10 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds of every measurement, each with a baseline of its own")
 	only := flag.String("db", "", "measure on this database only: sqlite or postgresql (default both)")
 	flag.Parse()
+	if *rounds < 1 || *n < 1 || *concurrency < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -n, -c and -rounds must be at least 1")
+		os.Exit(2)
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -45,10 +49,6 @@ func main() {
 	}
 	// As cmd/superagent runs the service (the load generator shares it).
 	gcfloor.Keep(gcfloor.DefaultFloor)
-	if *rounds < 1 || *n < 1 || *concurrency < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -n, -c and -rounds must be at least 1")
-		os.Exit(2)
-	}
 	if err := run(context.Background(), *n, *concurrency, *rounds, *only); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
