@@ -80,23 +80,27 @@ func run(ctx context.Context, n, concurrency, rounds int, only string) error {
 	return nil
 }
 
-// figure is one named measurement's rounds: what it measured, each beside
-// the baseline of its round.
+// figure is one named measurement and what each round measured.
 type figure struct {
 	name   string
-	goal   int // the rate's goal, in percent of the baseline
-	tail   float64
+	goal   int     // the rate's goal, in percent of the baseline
+	tail   float64 // the goal for p99 ÷ p50
+	run    func(round int) (result, error)
 	rounds []result
-	bases  []result
 }
 
 // measureTarget runs the rounds on one database and prints each round's
 // figures, then their medians and ranges.
 func measureTarget(ctx context.Context, t target, n, concurrency, rounds int) error {
+	cardedOn := func(issues int) func(int) (result, error) {
+		return func(int) (result, error) { return carded(ctx, t.db, n, concurrency, issues) }
+	}
 	figures := []*figure{
-		{name: "GitHub webhook ingestion (acknowledged, workers off)", goal: 60, tail: 4},
-		{name: "Acknowledged and carded, workers on, 1 issue", goal: t.servedGoal, tail: 3},
-		{name: "Acknowledged and carded, workers on, 50 issues", goal: t.servedGoal, tail: 3},
+		{name: "GitHub webhook ingestion (acknowledged, workers off)", goal: 60, tail: 4, run: func(round int) (result, error) {
+			return ingest(ctx, t.db, n, concurrency, fmt.Sprint("bench-", round))
+		}},
+		{name: "Acknowledged and carded, workers on, 1 issue", goal: t.servedGoal, tail: 3, run: cardedOn(1)},
+		{name: "Acknowledged and carded, workers on, 50 issues", goal: t.servedGoal, tail: 3, run: cardedOn(50)},
 	}
 	var bases []result
 	for round := 1; round <= rounds; round++ {
@@ -106,20 +110,12 @@ func measureTarget(ctx context.Context, t target, n, concurrency, rounds int) er
 		}
 		bases = append(bases, base)
 		fmt.Printf("  round %d: River single-job insert (baseline) %6.0f jobs/s, p50 %s, p99 %s\n", round, base.perSecond(), base.p(50), base.p(99))
-		for i, f := range figures {
-			var r result
-			switch i {
-			case 0:
-				r, err = ingest(ctx, t.db, n, concurrency, fmt.Sprint("bench-", round))
-			case 1:
-				r, err = carded(ctx, t.db, n, concurrency, 1)
-			case 2:
-				r, err = carded(ctx, t.db, n, concurrency, 50)
-			}
+		for _, f := range figures {
+			r, err := f.run(round)
 			if err != nil {
 				return fmt.Errorf("%s: %s: %w", t.name, f.name, err)
 			}
-			f.rounds, f.bases = append(f.rounds, r), append(f.bases, base)
+			f.rounds = append(f.rounds, r)
 			fmt.Printf("    %-52s %6.0f/s (%3.0f%%), ack p50 %-9s p99 %-9s (%.1f), %.1f statements each\n",
 				f.name, r.perSecond(), 100*r.perSecond()/base.perSecond(), r.p(50), r.p(99), r.tailRatio(), r.perOp())
 		}
@@ -131,7 +127,7 @@ func measureTarget(ctx context.Context, t target, n, concurrency, rounds int) er
 	for _, f := range figures {
 		ratios := make([]float64, len(f.rounds))
 		for i, r := range f.rounds {
-			ratios[i] = 100 * r.perSecond() / f.bases[i].perSecond()
+			ratios[i] = 100 * r.perSecond() / bases[i].perSecond()
 		}
 		fmt.Printf("    %-52s %s%% of the baseline (goal ≥ %d%%); ack p99/p50 %s (goal ≤ %.0f)\n", f.name,
 			spreadOf(ratios, "%.0f"), f.goal, spread(f.rounds, result.tailRatio, "%.1f"), f.tail)
