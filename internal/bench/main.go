@@ -122,7 +122,7 @@ func measureTarget(ctx context.Context, t target, n, concurrency, rounds int) er
 	}
 	fmt.Printf("  over %d rounds, median [lowest – highest]:\n", rounds)
 	fmt.Printf("    %-52s %s jobs/s, p99/p50 %s\n", "River single-job insert (baseline)",
-		spread(bases, func(r result) float64 { return r.perSecond() }, "%.0f"),
+		spread(bases, result.perSecond, "%.0f"),
 		spread(bases, result.tailRatio, "%.1f"))
 	for _, f := range figures {
 		ratios := make([]float64, len(f.rounds))
