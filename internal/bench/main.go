@@ -87,6 +87,7 @@ type figure struct {
 	tail   float64 // the goal for p99 ÷ p50
 	run    func(round int) (result, error)
 	rounds []result
+	ratios []float64 // each round's rate, in percent of the baselines either side of it
 }
 
 // measureTarget runs the rounds on one database and prints each round's
@@ -114,14 +115,16 @@ func measureTarget(ctx context.Context, t target, n, concurrency, rounds int) er
 		bases = append(bases, b)
 		return b, nil
 	}
-	ratios := make([][]float64, len(figures))
+	printBase := func(lead string, b result) {
+		fmt.Printf("%sRiver single-job insert (baseline) %6.0f jobs/s, p50 %s, p99 %s\n", lead, b.perSecond(), b.p(50), b.p(99))
+	}
 	for round := 1; round <= rounds; round++ {
 		before, err := base()
 		if err != nil {
 			return err
 		}
-		fmt.Printf("  round %d: River single-job insert (baseline) %6.0f jobs/s, p50 %s, p99 %s\n", round, before.perSecond(), before.p(50), before.p(99))
-		for i, f := range figures {
+		printBase(fmt.Sprintf("  round %d: ", round), before)
+		for _, f := range figures {
 			r, err := f.run(round)
 			if err != nil {
 				return fmt.Errorf("%s: %s: %w", t.name, f.name, err)
@@ -132,10 +135,10 @@ func measureTarget(ctx context.Context, t target, n, concurrency, rounds int) er
 			}
 			ratio := 100 * r.perSecond() / ((before.perSecond() + after.perSecond()) / 2)
 			f.rounds = append(f.rounds, r)
-			ratios[i] = append(ratios[i], ratio)
+			f.ratios = append(f.ratios, ratio)
 			fmt.Printf("    %-52s %6.0f/s (%3.0f%%), ack p50 %-9s p99 %-9s (%.1f), %.1f statements each\n",
 				f.name, r.perSecond(), ratio, r.p(50), r.p(99), r.tailRatio(), r.perOp())
-			fmt.Printf("      River single-job insert (baseline) %6.0f jobs/s, p50 %s, p99 %s\n", after.perSecond(), after.p(50), after.p(99))
+			printBase("      ", after)
 			before = after
 		}
 	}
@@ -143,9 +146,9 @@ func measureTarget(ctx context.Context, t target, n, concurrency, rounds int) er
 	fmt.Printf("    %-52s %s jobs/s, p99/p50 %s\n", "River single-job insert (baseline)",
 		spread(bases, result.perSecond, "%.0f"),
 		spread(bases, result.tailRatio, "%.1f"))
-	for i, f := range figures {
+	for _, f := range figures {
 		fmt.Printf("    %-52s %s%% of the baseline (goal ≥ %d%%); ack p99/p50 %s (goal ≤ %.0f)\n", f.name,
-			spreadOf(ratios[i], "%.0f"), f.goal, spread(f.rounds, result.tailRatio, "%.1f"), f.tail)
+			spreadOf(f.ratios, "%.0f"), f.goal, spread(f.rounds, result.tailRatio, "%.1f"), f.tail)
 	}
 	return nil
 }
