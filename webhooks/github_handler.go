@@ -29,7 +29,7 @@ var githubHeaders = []string{
 // the body is trusted, or even read whole, before its signature checks out;
 // and the body is read at all only once the headers could belong to a real
 // delivery, into a buffer that grows as bytes arrive (a Content-Length is a
-// claim, not a reason to reserve memory).
+// claim: it reserves at most claimedUpTo).
 func (s *Service) handleGitHub(w http.ResponseWriter, r *http.Request) {
 	s.handle(s.receiveGitHub)(w, r)
 }
