@@ -65,12 +65,11 @@ func (w *Waker) scheduleTurn(ctx context.Context, tx *db.Tx) error {
 	// a statement many times heavier, once for every batch of cards. It is
 	// looked for first: under load one waits nearly always, and whether
 	// the main Session is busy then does not matter.
-	var waiting int
-	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM river_job WHERE state IN ('available', 'pending', 'scheduled', 'retryable') AND queue = $1 AND kind = $2`,
-		queue.Routing, RouteArgs{}.Kind()).Scan(&waiting); err != nil {
+	waiting, err := turnWaiting(ctx, tx)
+	if err != nil {
 		return fmt.Errorf("scheduling a main Session turn: %w", err)
 	}
-	if waiting > 0 {
+	if waiting {
 		return nil
 	}
 	// A zero time is "now" to River, which then tells its workers at once
@@ -92,6 +91,43 @@ func (w *Waker) scheduleTurn(ctx context.Context, tx *db.Tx) error {
 		return fmt.Errorf("scheduling a main Session turn: %w", err)
 	}
 	return nil
+}
+
+// ReadAheadTurn has tx read ahead, with its next statement, whether a
+// main Session turn waits (see db.Tx.ReadAhead): what ScheduleTurn reads
+// first. Only a turn tx schedules itself adds one, and ScheduleTurn
+// schedules once per transaction, so the read stands until then.
+func (w *Waker) ReadAheadTurn(tx *db.Tx) {
+	if w == nil || w.Queue == nil {
+		return
+	}
+	if _, scheduled := tx.Recall(turnScheduled{w}); !scheduled {
+		tx.ReadAhead(turnAhead{}, waitingTurns, []any{queue.Routing, RouteArgs{}.Kind()}, scanWaiting)
+	}
+}
+
+// turnAhead is the key of the waiting turns read ahead.
+type turnAhead struct{}
+
+const waitingTurns = `SELECT COUNT(*) FROM river_job WHERE state IN ('available', 'pending', 'scheduled', 'retryable') AND queue = $1 AND kind = $2`
+
+func scanWaiting(rows db.Rows) (any, error) {
+	var n int
+	if rows.Next() {
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+	}
+	return n > 0, nil
+}
+
+// turnWaiting reports whether a main Session turn waits to start.
+func turnWaiting(ctx context.Context, tx *db.Tx) (bool, error) {
+	v, err := tx.Read(ctx, turnAhead{}, waitingTurns, []any{queue.Routing, RouteArgs{}.Kind()}, scanWaiting)
+	if err != nil {
+		return false, err
+	}
+	return v.(bool), nil
 }
 
 // WakeExecutor enqueues the Ticket's Executor inside tx. One job waits or

@@ -206,6 +206,19 @@ func (o *Orchestrator) CardAdmitted(ctx context.Context, tx *db.Tx, c tickets.Ca
 	return o.ScheduleTurn(ctx, tx)
 }
 
+// ReadAhead has tx read ahead what CardAdmitted reads for a card that
+// is no command: whether a main Session turn waits.
+func (o *Orchestrator) ReadAhead(tx *db.Tx) { o.wake.ReadAheadTurn(tx) }
+
+// MayChangeTickets tells whether CardAdmitted may end, stop or pause a
+// Ticket for c: only a command does, and the end of a pull request.
+func (o *Orchestrator) MayChangeTickets(c tickets.Card) bool {
+	if _, ok := ParseCommand(c); ok {
+		return true
+	}
+	return c.Kind == tickets.KindPullMerged || c.Kind == tickets.KindPullClosed
+}
+
 // wakeFollowers enqueues the Executor of every Ticket a follow-up reached,
 // unless a person holds the Ticket or it still waits to be accepted: a
 // paused Ticket's follow-ups wait for the resume.

@@ -107,10 +107,7 @@ func list(ctx context.Context, q db.Querier, only int64) ([]Person, error) {
 // By returns the person who holds the account (kind, value); false when
 // nobody does. GitHub logins match whatever their case.
 func (s *Store) By(ctx context.Context, q db.Querier, kind, value string) (Person, bool, error) {
-	if kind == KindGitHub {
-		value = strings.ToLower(value)
-	}
-	if value == "" {
+	if value = accountValue(kind, value); value == "" {
 		return Person{}, false, nil
 	}
 	var id int64
@@ -126,6 +123,67 @@ func (s *Store) By(ctx context.Context, q db.Querier, kind, value string) (Perso
 		return Person{}, false, err
 	}
 	return p, true, nil
+}
+
+// NameOf returns the name of the person who holds the account (kind,
+// value), in one statement: what a card names its author by. ok is false
+// when nobody holds it. Inside a transaction that read it ahead (see
+// ReadAheadName) it costs no statement of its own.
+func (s *Store) NameOf(ctx context.Context, q db.Querier, kind, value string) (name string, ok bool, err error) {
+	value = accountValue(kind, value)
+	if value == "" {
+		return "", false, nil
+	}
+	args := []any{kind, value}
+	var v any
+	if tx, isTx := q.(*db.Tx); isTx {
+		v, err = tx.Read(ctx, nameAhead{kind, value}, nameQuery, args, scanName)
+	} else {
+		v, err = db.ReadNow(ctx, q, nameQuery, args, scanName)
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("finding the person with %s %s: %w", kind, value, err)
+	}
+	n := v.(foundName)
+	return n.name, n.ok, nil
+}
+
+// ReadAheadName has tx read, with its next statement, what NameOf will
+// ask it for.
+func (s *Store) ReadAheadName(tx *db.Tx, kind, value string) {
+	if value = accountValue(kind, value); value != "" {
+		tx.ReadAhead(nameAhead{kind, value}, nameQuery, []any{kind, value}, scanName)
+	}
+}
+
+const nameQuery = `SELECT p.name FROM person_identities i JOIN people p ON p.id = i.person_id WHERE i.kind = $1 AND i.value = $2`
+
+// nameAhead is the key of a name read ahead; foundName what was read.
+type nameAhead struct{ kind, value string }
+
+type foundName struct {
+	name string
+	ok   bool
+}
+
+func scanName(rows db.Rows) (any, error) {
+	var n foundName
+	if rows.Next() {
+		if err := rows.Scan(&n.name); err != nil {
+			return nil, err
+		}
+		n.ok = true
+	}
+	return n, nil
+}
+
+// accountValue is value as accounts of kind are stored: GitHub logins in
+// lower case, whatever case they came in.
+func accountValue(kind, value string) string {
+	if kind == KindGitHub {
+		return strings.ToLower(value)
+	}
+	return value
 }
 
 // Recorder records a change to a person inside the transaction that makes

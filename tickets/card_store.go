@@ -153,6 +153,59 @@ type Hook interface {
 	CardAdmitted(ctx context.Context, tx *db.Tx, card Card) error
 }
 
+// ReadAheadHook is a Hook that can have a transaction read ahead what it
+// will read when a card is admitted (see db.Tx.ReadAhead), so that those
+// reads travel with the statements before them.
+type ReadAheadHook interface {
+	Hook
+	ReadAhead(tx *db.Tx)
+}
+
+// ReadAheadAdmit has tx read ahead, with its next statement, what Admit
+// reads for a card on the Thread with key: the Thread and its followers
+// (see ReadAheadThread), and what the hooks that can say read. Nothing
+// changes on SQLite.
+func (s *Store) ReadAheadAdmit(tx *db.Tx, key string, hooks ...Hook) {
+	s.ReadAheadThread(tx, key)
+	for _, h := range hooks {
+		if h, ok := h.(ReadAheadHook); ok {
+			h.ReadAhead(tx)
+		}
+	}
+}
+
+// SteadyHook is a Hook that can tell, before it runs for a card, whether
+// it may end, stop or pause a Ticket or change what one follows. A Hook
+// that cannot tell is taken to: what the transaction read of Threads'
+// followers is then read again for its next card.
+type SteadyHook interface {
+	Hook
+	MayChangeTickets(c Card) bool
+}
+
+func mayChangeTickets(hooks []Hook, c Card) bool {
+	for _, h := range hooks {
+		if s, ok := h.(SteadyHook); !ok || s.MayChangeTickets(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// followersEpoch counts the moments in a transaction after which what it
+// read of Threads and their followers may no longer stand: the hooks of a
+// card that may change a Ticket ran, the bot spoke in a Thread. What was
+// read in an earlier epoch is read again.
+type followersEpoch struct{}
+
+func epochOf(tx *db.Tx) int {
+	v, _ := tx.Recall(followersEpoch{})
+	n, _ := v.(int)
+	return n
+}
+
+func newEpoch(tx *db.Tx) { tx.Remember(followersEpoch{}, epochOf(tx)+1) }
+
 // HookFunc adapts a function to Hook.
 type HookFunc func(ctx context.Context, tx *db.Tx, card Card) error
 
@@ -237,6 +290,9 @@ ON CONFLICT (card_id, ticket_id) DO NOTHING`, c.ID, t, c.CreatedAt); err != nil 
 			return Card{}, fmt.Errorf("writing follow-up notice of card %d for ticket %d: %w", c.ID, t, err)
 		}
 	}
+	if mayChangeTickets(hooks, c) {
+		newEpoch(tx)
+	}
 	for _, h := range hooks {
 		if err := h.CardAdmitted(ctx, tx, c); err != nil {
 			return Card{}, fmt.Errorf("card %d hook: %w", c.ID, err)
@@ -246,22 +302,36 @@ ON CONFLICT (card_id, ticket_id) DO NOTHING`, c.ID, t, c.CreatedAt); err != nil 
 }
 
 // threadMemo is the key under which a transaction remembers the Thread it
-// upserted for a card, with what it was upserted from.
+// upserted for a card, with what it was upserted from and its followers
+// as read in epoch.
 type threadMemo struct{ key string }
 
-type upserted struct{ in, out Thread }
+type upserted struct {
+	in, out   Thread
+	followers []int64
+	epoch     int
+}
 
 // admitThread returns a card's Thread, upserted when the card brings it
 // something new, and the live Tickets following it. The Thread is written
 // once per transaction for cards that bring it the same facts: a batch of
 // comments on one issue writes its row once, and does not hold that row's
-// lock longer than it must. A card on a Thread it leaves as it is costs
-// one read for both.
+// lock longer than it must, and reads its followers once unless a card
+// between may have changed them. A card on a Thread it leaves as it is
+// costs one read for both.
 func (s *Store) admitThread(ctx context.Context, tx *db.Tx, in Thread) (Thread, []int64, error) {
+	epoch := epochOf(tx)
 	if v, ok := tx.Recall(threadMemo{in.Key}); ok && v.(upserted).in == in {
-		out := v.(upserted).out
-		followers, err := s.followersOf(ctx, tx, out.ID, out.Key, live)
-		return out, followers, err
+		m := v.(upserted)
+		if m.epoch != epoch {
+			var err error
+			if m.followers, err = s.followersOf(ctx, tx, m.out.ID, m.out.Key, live); err != nil {
+				return Thread{}, nil, err
+			}
+			m.epoch = epoch
+			tx.Remember(threadMemo{in.Key}, m)
+		}
+		return m.out, slices.Clone(m.followers), nil
 	}
 	cur, followers, err := s.threadWithFollowers(ctx, tx, in.Key)
 	found := err == nil
@@ -274,13 +344,13 @@ func (s *Store) admitThread(ctx context.Context, tx *db.Tx, in Thread) (Thread, 
 	default:
 		return Thread{}, nil, err
 	}
-	tx.Remember(threadMemo{in.Key}, upserted{in: in, out: cur})
 	if !found {
 		// A new review thread is followed through its pull request.
 		if followers, err = s.followersOf(ctx, tx, cur.ID, cur.Key, live); err != nil {
 			return Thread{}, nil, err
 		}
 	}
+	tx.Remember(threadMemo{in.Key}, upserted{in: in, out: cur, followers: slices.Clone(followers), epoch: epoch})
 	return cur, followers, nil
 }
 

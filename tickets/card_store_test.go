@@ -192,9 +192,11 @@ func TestAdmitOneThreadPerTransaction(t *testing.T) {
 			admit(tx, newCard(ids[3], key, "fourth"))
 			return nil
 		}))
-		// The same facts cost the followers and the card; new facts read
-		// the Thread with its followers, write it, and store the card.
-		require.Equal(t, same+1, retitled, "new facts read and write the Thread; the same facts neither")
+		// The same facts cost only the card: no hook ran that could change
+		// the followers read with the first. New facts read the Thread with
+		// its followers, write it, and store the card.
+		require.Equal(t, int64(1), same, "the same facts read nothing again")
+		require.Equal(t, int64(3), retitled, "new facts read and write the Thread")
 		require.Equal(t, "Crash on start, on Linux only", cards[2].Thread.Title)
 		require.False(t, cards[2].Addressed)
 		require.True(t, cards[3].Thread.BotSpoke, "the bot's words in the transaction are seen")
@@ -202,6 +204,71 @@ func TestAdmitOneThreadPerTransaction(t *testing.T) {
 		for _, c := range cards[1:] {
 			require.Equal(t, cards[0].Thread.ID, c.Thread.ID)
 		}
+	})
+}
+
+// steadyHook changes no Ticket, and says so; stoppingHook stops a Ticket
+// for the first card it sees and says nothing.
+type steadyHook struct{ calls *int }
+
+func (h steadyHook) CardAdmitted(context.Context, *db.Tx, tickets.Card) error { *h.calls++; return nil }
+
+func (steadyHook) MayChangeTickets(tickets.Card) bool { return false }
+
+// TestFollowersReadOnceWhileNoHookMayChangeThem: within a transaction, a
+// Thread's followers, read ahead or read with an earlier card, stand for
+// the next card only while every hook says it changed no Ticket; after a
+// hook that cannot say, and that here cancels the Ticket, the next card
+// reads them again and does not go to the cancelled Ticket.
+func TestFollowersReadOnceWhileNoHookMayChangeThem(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := tickets.New(tickets.Config{Now: fixedNow})
+		const issue, other = "github:octo/repo#60", "github:octo/repo#61"
+		src := admitted(t, d, s, "g1", issue)
+		admitted(t, d, s, "g2", other)
+		asked := admitted(t, d, s, "g-ask", "github:octo/repo#1")
+		tk, err := s.CreateTicket(ctx, d, tickets.Ticket{Title: "Fix the crash", Repo: "octo/repo", SourceCardID: asked.ID})
+		require.NoError(t, err)
+		require.NoError(t, s.Subscribe(ctx, d, tk.ID, src.Thread.ID))
+
+		calls := 0
+		steady := steadyHook{&calls}
+		cancelling := tickets.HookFunc(func(ctx context.Context, tx *db.Tx, c tickets.Card) error {
+			if c.Thread.Key == other {
+				return s.Cancel(ctx, tx, tk.ID)
+			}
+			return nil
+		})
+		run := func(hook tickets.Hook, prefix string) (first, second tickets.Card, secondCost int64) {
+			one, two := delivery(t, d, prefix+"1"), delivery(t, d, prefix+"2")
+			require.NoError(t, d.InTx(ctx, func(tx *db.Tx) (err error) {
+				s.ReadAheadAdmit(tx, other, hook)
+				s.ReadAheadAdmit(tx, issue, hook)
+				if first, err = s.Admit(ctx, tx, newCard(one, other, "on the other"), 0, hook); err != nil {
+					return err
+				}
+				before := d.Statements()
+				second, err = s.Admit(ctx, tx, newCard(two, issue, "on the issue"), 0, hook)
+				secondCost = d.Statements() - before
+				return err
+			}))
+			return first, second, secondCost
+		}
+
+		_, second, cost := run(steady, "steady-")
+		require.Equal(t, 2, calls)
+		require.Equal(t, tickets.CardFollowUp, second.State)
+		require.Equal(t, tk.ID, second.TicketID)
+		if d.Dialect() == db.Postgres {
+			// The card and its notice: the Thread came read ahead.
+			require.Equal(t, int64(2), cost)
+		}
+
+		_, second, _ = run(cancelling, "cancel-")
+		require.Equal(t, tickets.CardCandidate, second.State, "the Ticket cancelled by the first card's hook no longer follows")
+		require.Zero(t, second.TicketID)
 	})
 }
 

@@ -107,6 +107,7 @@ func (s *Store) ThreadByKey(ctx context.Context, q db.Querier, key string) (Thre
 func (s *Store) MarkBotSpoke(ctx context.Context, q db.Querier, key string) error {
 	if tx, ok := q.(*db.Tx); ok {
 		tx.Forget(threadMemo{key})
+		newEpoch(tx)
 	}
 	n, err := q.Exec(ctx, "UPDATE threads SET bot_spoke = TRUE, updated_at = $2 WHERE key = $1", key, s.nowUTC())
 	if err != nil {

@@ -396,12 +396,47 @@ ORDER BY t.id`, threadID, parent)
 // followersOf would. A card on a known Thread, the usual case, needs both
 // and nothing else. ErrNotFound when no Thread has key: a new review
 // thread's followers, through its pull request, are then followersOf's.
-func (s *Store) threadWithFollowers(ctx context.Context, q db.Querier, key string) (Thread, []int64, error) {
+// What tx read ahead for the transaction's first card (see
+// ReadAheadThread) answers without a statement of its own.
+func (s *Store) threadWithFollowers(ctx context.Context, tx *db.Tx, key string) (Thread, []int64, error) {
+	v, err := tx.Read(ctx, threadAhead{key, epochOf(tx)}, threadQuery, []any{key, reviewParent(key)}, scanThreadWithFollowers)
+	if err != nil {
+		return Thread{}, nil, fmt.Errorf("reading thread %q: %w", key, err)
+	}
+	found := v.(foundThread)
+	if !found.ok {
+		return Thread{}, nil, fmt.Errorf("reading thread %q: %w", key, ErrNotFound)
+	}
+	return found.thread, found.followers, nil
+}
+
+// ReadAheadThread has tx read, with its next statement, the Thread with
+// key and its live followers, for Admit; the read stands while no card's
+// hooks may have changed a Ticket (see SteadyHook).
+func (s *Store) ReadAheadThread(tx *db.Tx, key string) {
+	tx.ReadAhead(threadAhead{key, epochOf(tx)}, threadQuery, []any{key, reviewParent(key)}, scanThreadWithFollowers)
+}
+
+// threadAhead is the key of a Thread read ahead in an epoch.
+type threadAhead struct {
+	key   string
+	epoch int
+}
+
+type foundThread struct {
+	thread    Thread
+	followers []int64
+	ok        bool
+}
+
+// reviewParent is the key of the pull request a review thread's key
+// belongs to (the key itself for any other Thread).
+func reviewParent(key string) string {
 	parent, _, _ := strings.Cut(key, "/review-thread/")
-	var t Thread
-	var ids []int64
-	found := false
-	rows, err := q.Query(ctx, `
+	return parent
+}
+
+const threadQuery = `
 SELECT th.id, th.source, th.key, th.repo, th.number, th.title, th.head_ref, th.bot_spoke, th.created_at, th.updated_at,
     COALESCE(f.id, 0)
 FROM threads th
@@ -409,31 +444,25 @@ LEFT JOIN (
     SELECT DISTINCT t.id FROM subscriptions s
     JOIN tickets t ON t.id = s.ticket_id
     JOIN threads x ON x.id = s.thread_id
-    WHERE (x.key = $1 OR x.key = $2) AND `+live+`
+    WHERE (x.key = $1 OR x.key = $2) AND ` + live + `
 ) f ON TRUE
 WHERE th.key = $1
-ORDER BY f.id`, key, parent)
-	if err != nil {
-		return Thread{}, nil, fmt.Errorf("reading thread %q: %w", key, err)
-	}
-	defer rows.Close()
+ORDER BY f.id`
+
+func scanThreadWithFollowers(rows db.Rows) (any, error) {
+	var found foundThread
+	t := &found.thread
 	for rows.Next() {
 		var follower int64
 		if err := rows.Scan(&t.ID, &t.Source, &t.Key, &t.Repo, &t.Number, &t.Title, &t.HeadRef, &t.BotSpoke, &t.CreatedAt, &t.UpdatedAt, &follower); err != nil {
-			return Thread{}, nil, fmt.Errorf("reading thread %q: %w", key, err)
+			return nil, err
 		}
-		found = true
+		found.ok = true
 		if follower != 0 {
-			ids = append(ids, follower)
+			found.followers = append(found.followers, follower)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return Thread{}, nil, fmt.Errorf("reading thread %q: %w", key, err)
-	}
-	if !found {
-		return Thread{}, nil, fmt.Errorf("reading thread %q: %w", key, ErrNotFound)
-	}
-	return t, ids, nil
+	return found, nil
 }
 
 // FollowUpNotice tells the main Session that a card reached a Ticket's

@@ -77,7 +77,7 @@ func (s *Service) personName(ctx context.Context, q db.Querier, kind, value, fal
 	if s.people == nil {
 		return fallback
 	}
-	p, ok, err := s.people.By(ctx, q, kind, value)
+	name, ok, err := s.people.NameOf(ctx, q, kind, value)
 	if err != nil {
 		s.logger.Warn("resolving a card's author", "kind", kind, "error", err)
 		return fallback
@@ -85,5 +85,5 @@ func (s *Service) personName(ctx context.Context, q db.Querier, kind, value, fal
 	if !ok {
 		return fallback
 	}
-	return p.Name
+	return name
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/people"
+	"github.com/superagent-dev/superagent/tickets"
 )
 
 // githubHeaders are the request headers kept with a delivery.
@@ -142,6 +144,13 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery,
 			sorted[k].State, sorted[k].processedAt = DeliveryProcessed, now
 		}
 	}
+	// What making their cards will read travels with the statement that
+	// stores them (on PostgreSQL; see db.Tx.ReadAhead).
+	for i := range ds {
+		if onArrival(ds, read, i) {
+			s.readAhead(tx, *read[i])
+		}
+	}
 	stored, err := insertDeliveries(ctx, tx, sorted)
 	if err != nil {
 		return nil, err
@@ -202,6 +211,19 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery,
 
 // onArrival reports whether ds[i] is processed by the transaction that
 // stores it: it was read on arrival and is to be processed.
+// readAhead has tx read ahead what processOnArrival will read to make
+// ev's card: its author's name, its Thread and what the card hooks read.
+func (s *Service) readAhead(tx *db.Tx, ev ghEvent) {
+	c := ev.Card
+	if c == nil {
+		return
+	}
+	if s.people != nil && c.Author.Type == tickets.AuthorUser && c.Author.Login != "" {
+		s.people.ReadAheadName(tx, people.KindGitHub, c.Author.Login)
+	}
+	s.store.ReadAheadAdmit(tx, c.Thread.Key, s.cfg.Hooks...)
+}
+
 func onArrival(ds []Delivery, read []*ghEvent, i int) bool {
 	return i < len(read) && read[i] != nil && ds[i].State == DeliveryReceived
 }

@@ -99,7 +99,7 @@ func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, 
 	}
 	svc.UsePeople(people.New(d, nil))
 	waker := &jobs.Waker{Queue: q, Debounce: 2 * time.Second}
-	svc.AddHook(tickets.HookFunc(func(ctx context.Context, tx *db.Tx, _ tickets.Card) error { return waker.ScheduleTurn(ctx, tx) }))
+	svc.AddHook(turnHook{waker})
 	if err := q.Init(); err != nil {
 		return result{}, err
 	}
@@ -153,6 +153,20 @@ func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, 
 	}
 	return acks, nil
 }
+
+// turnHook is the part of the orchestrator's card hook a comment that is
+// no command takes: it schedules the main Session's turn, and has that
+// read ahead.
+type turnHook struct{ w *jobs.Waker }
+
+func (h turnHook) CardAdmitted(ctx context.Context, tx *db.Tx, _ tickets.Card) error {
+	return h.w.ScheduleTurn(ctx, tx)
+}
+
+func (h turnHook) ReadAhead(tx *db.Tx) { h.w.ReadAheadTurn(tx) }
+
+// MayChangeTickets is false: scheduling a turn changes no Ticket.
+func (turnHook) MayChangeTickets(tickets.Card) bool { return false }
 
 // unreachableGitHub is a GitHub that answers every call with 503 and
 // counts them: the measured path is not to call it.

@@ -79,6 +79,16 @@ func (d *DB) Statements() int64 { return d.statements.Load() }
 // countStatements is pgx's query tracer that feeds DB.Statements.
 type countStatements struct{ n *atomic.Int64 }
 
+// TraceBatchStart counts a batch once: it is one round trip.
+func (c countStatements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (countStatements) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (countStatements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
 func (c countStatements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
 	// pgx sends a transaction's BEGIN, COMMIT and ROLLBACK as queries;
 	// database/sql's driver does not, and neither counts them.
@@ -277,6 +287,10 @@ type Tx struct {
 	after []func()
 	// memo holds what the transaction remembered (see Remember).
 	memo map[any]any
+	// queued are the reads ahead waiting for the next statement, read
+	// what they returned (see ReadAhead).
+	queued []aheadRead
+	read   map[any]aheadResult
 }
 
 // Remember keeps v under key until the transaction ends: what every card
@@ -369,6 +383,7 @@ func (t *Tx) SQLTx() *sql.Tx { return t.sql }
 
 // Commit commits the transaction.
 func (t *Tx) Commit(ctx context.Context) error {
+	t.queued, t.read = nil, nil // what nobody asked for is not worth a round trip
 	var err error
 	if t.pg != nil {
 		err = t.pg.Commit(ctx)
@@ -388,6 +403,7 @@ func (t *Tx) Commit(ctx context.Context) error {
 
 // Rollback abandons the transaction; it is a no-op after Commit.
 func (t *Tx) Rollback(ctx context.Context) error {
+	t.queued, t.read = nil, nil
 	if t.pg != nil {
 		if err := t.pg.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
 			return err
@@ -402,6 +418,9 @@ func (t *Tx) Rollback(ctx context.Context) error {
 
 // Exec runs a statement inside the transaction.
 func (t *Tx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if len(t.queued) > 0 {
+		return t.execAhead(ctx, query, args)
+	}
 	if t.pg != nil {
 		return pgExec(ctx, t.pg, query, args)
 	}
@@ -410,6 +429,9 @@ func (t *Tx) Exec(ctx context.Context, query string, args ...any) (int64, error)
 
 // Query runs a query inside the transaction.
 func (t *Tx) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	if len(t.queued) > 0 {
+		return t.queryAhead(ctx, query, args)
+	}
 	if t.pg != nil {
 		return pgQuery(ctx, t.pg, query, args)
 	}
@@ -418,6 +440,9 @@ func (t *Tx) Query(ctx context.Context, query string, args ...any) (Rows, error)
 
 // QueryRow runs a single-row query inside the transaction.
 func (t *Tx) QueryRow(ctx context.Context, query string, args ...any) Row {
+	if len(t.queued) > 0 {
+		return t.queryRowAhead(ctx, query, args)
+	}
 	if t.pg != nil {
 		return pgRow{t.pg.QueryRow(ctx, query, args...)}
 	}
