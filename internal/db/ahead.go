@@ -160,16 +160,21 @@ func (r *batchRows) Err() error {
 }
 
 // batchRow is a single-row statement's answer read from a batch, which
-// closes once it is scanned.
+// closes once it is scanned. raw keeps pgx's own ErrNoRows, for pgx's
+// callers (River); ours get ErrNoRows.
 type batchRow struct {
 	row pgx.Row
 	br  pgx.BatchResults
+	raw bool
 }
 
 func (r batchRow) Scan(dest ...any) error {
-	err := pgRow{r.row}.Scan(dest...)
-	if cerr := r.br.Close(); cerr != nil && (err == nil || errors.Is(err, ErrNoRows)) {
-		return cerr
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); cerr != nil && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
+		err = cerr
+	}
+	if !r.raw && errors.Is(err, pgx.ErrNoRows) {
+		return ErrNoRows
 	}
 	return err
 }

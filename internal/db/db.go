@@ -127,7 +127,7 @@ func DefaultURL(dataDir string) string {
 func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	switch {
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
-		return openPostgres(ctx, rawURL, opts)
+		return openPostgres(ctx, rawURL, opts, nil)
 	case strings.HasPrefix(rawURL, "sqlite://"), strings.HasPrefix(rawURL, "file:"), !strings.Contains(rawURL, "://"):
 		return openSQLite(ctx, rawURL)
 	default:
@@ -135,7 +135,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	}
 }
 
-func openPostgres(ctx context.Context, rawURL string, opts Options) (*DB, error) {
+// openPostgres opens the pool; tweak, when not nil, adjusts its
+// configuration last (tests).
+func openPostgres(ctx context.Context, rawURL string, opts Options, tweak func(*pgxpool.Config)) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("parsing PostgreSQL URL: %w", err)
@@ -153,6 +155,9 @@ func openPostgres(ctx context.Context, rawURL string, opts Options) (*DB, error)
 	}
 	sent := new(atomic.Int64)
 	cfg.ConnConfig.Tracer = countStatements{sent}
+	if tweak != nil {
+		tweak(cfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
@@ -340,7 +345,8 @@ func (t *Tx) AfterCommit(fn func()) { t.after = append(t.after, fn) }
 // Begin starts a transaction.
 func (d *DB) Begin(ctx context.Context) (*Tx, error) {
 	if d.pool != nil {
-		tx, err := d.pool.Begin(ctx)
+		// BEGIN travels with the first statement (see lazyTx).
+		tx, err := beginLazy(ctx, d.pool)
 		if err != nil {
 			return nil, fmt.Errorf("beginning transaction: %w", err)
 		}

@@ -1,9 +1,13 @@
 package db
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
+	"net"
 	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // CachedQueries returns the SQL texts conn's statement cache holds, most
@@ -39,4 +43,30 @@ func OpenCachingSQLite(path string, size int) (*sql.DB, error) {
 	sqlDB := sql.OpenDB(c)
 	sqlDB.SetMaxOpenConns(1)
 	return sqlDB, nil
+}
+
+// OpenPostgresCountingWrites opens url as Open does, counting in writes
+// every write to the server's socket, on one connection: a round trip's
+// request is one.
+func OpenPostgresCountingWrites(ctx context.Context, url string, writes *atomic.Int64) (*DB, error) {
+	return openPostgres(ctx, url, Options{MaxConns: 1}, func(cfg *pgxpool.Config) {
+		dialer := &net.Dialer{}
+		cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return countingConn{c, writes}, nil
+		}
+	})
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
 }
