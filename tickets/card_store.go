@@ -120,6 +120,11 @@ type NewCard struct {
 	URL          string
 	// Text is the full outside text; Admit truncates it.
 	Text string
+	// FreshDelivery says the delivery was stored by the transaction that
+	// admits the card, so it has no card yet: on PostgreSQL the card's row
+	// may then wait to travel with the transaction's next statement or
+	// its COMMIT, under an id read ahead (see ReadAheadAdmit).
+	FreshDelivery bool
 	// Related are keys of other Threads whose Tickets the card concerns
 	// (a pull request that says it fixes an issue): their followers
 	// receive it as a follow-up too. A key of no known Thread is skipped.
@@ -163,10 +168,12 @@ type ReadAheadHook interface {
 
 // ReadAheadAdmit has tx read ahead, with its next statement, what Admit
 // reads for a card on the Thread with key: the Thread and its followers
-// (see ReadAheadThread), and what the hooks that can say read. Nothing
+// (see ReadAheadThread), an id for a card of a fresh delivery (see
+// NewCard.FreshDelivery), and what the hooks that can say read. Nothing
 // changes on SQLite.
 func (s *Store) ReadAheadAdmit(tx *db.Tx, key string, hooks ...Hook) {
 	s.ReadAheadThread(tx, key)
+	readAheadCardID(tx)
 	for _, h := range hooks {
 		if h, ok := h.(ReadAheadHook); ok {
 			h.ReadAhead(tx)
@@ -268,15 +275,28 @@ func (s *Store) Admit(ctx context.Context, tx *db.Tx, in NewCard, limit int, hoo
 	if in.DeliveryID != 0 {
 		delivery = sql.NullInt64{Int64: in.DeliveryID, Valid: true}
 	}
-	err = tx.QueryRow(ctx, `
-INSERT INTO cards (delivery_id, source, kind, thread_id, author_id, author_login, author_name, author_type,
-    author_permission, addressed, addressed_why, refs, url, text, text_truncated, full_text, state, ticket_id, created_at)
+	values := []any{delivery, c.Source, c.Kind, thread.ID, c.Author.ID, c.Author.Login, c.Author.Name, c.Author.Type,
+		c.Author.Permission, c.Addressed, c.AddressedWhy, string(refsJSON), c.URL, c.Text, c.Truncated, full,
+		c.State, ticket, c.CreatedAt}
+	later := false
+	if in.FreshDelivery && in.DeliveryID != 0 {
+		if c.ID, later, err = s.cardID(ctx, tx); err != nil {
+			return Card{}, fmt.Errorf("storing card for delivery %d: %w", in.DeliveryID, err)
+		}
+	}
+	if later {
+		// The delivery is this transaction's own, so no card of it can
+		// exist: nobody needs to wait for the row to be written.
+		err = tx.ExecLater(ctx, `
+INSERT INTO cards (id, `+cardColumns+`) OVERRIDING SYSTEM VALUE
+VALUES ($20, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`, append(values, c.ID)...)
+	} else {
+		err = tx.QueryRow(ctx, `
+INSERT INTO cards (`+cardColumns+`)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
 ON CONFLICT (delivery_id) DO NOTHING
-RETURNING id`,
-		delivery, c.Source, c.Kind, thread.ID, c.Author.ID, c.Author.Login, c.Author.Name, c.Author.Type,
-		c.Author.Permission, c.Addressed, c.AddressedWhy, string(refsJSON), c.URL, c.Text, c.Truncated, full,
-		c.State, ticket, c.CreatedAt).Scan(&c.ID)
+RETURNING id`, values...).Scan(&c.ID)
+	}
 	if errors.Is(err, db.ErrNoRows) {
 		return Card{}, fmt.Errorf("storing card for delivery %d: %w", in.DeliveryID, ErrDuplicate)
 	}
@@ -284,9 +304,15 @@ RETURNING id`,
 		return Card{}, fmt.Errorf("storing card for delivery %d: %w", in.DeliveryID, err)
 	}
 	for _, t := range subscribers {
-		if _, err := tx.Exec(ctx, `
+		const notice = `
 INSERT INTO follow_up_notices (card_id, ticket_id, created_at) VALUES ($1, $2, $3)
-ON CONFLICT (card_id, ticket_id) DO NOTHING`, c.ID, t, c.CreatedAt); err != nil {
+ON CONFLICT (card_id, ticket_id) DO NOTHING`
+		if later {
+			err = tx.ExecLater(ctx, notice, c.ID, t, c.CreatedAt)
+		} else {
+			_, err = tx.Exec(ctx, notice, c.ID, t, c.CreatedAt)
+		}
+		if err != nil {
 			return Card{}, fmt.Errorf("writing follow-up notice of card %d for ticket %d: %w", c.ID, t, err)
 		}
 	}
@@ -299,6 +325,56 @@ ON CONFLICT (card_id, ticket_id) DO NOTHING`, c.ID, t, c.CreatedAt); err != nil 
 		}
 	}
 	return c, nil
+}
+
+const cardColumns = `delivery_id, source, kind, thread_id, author_id, author_login, author_name, author_type,
+    author_permission, addressed, addressed_why, refs, url, text, text_truncated, full_text, state, ticket_id, created_at`
+
+// cardIDs counts the card ids a transaction had read ahead and has used;
+// cardIDAhead is the key of the nth.
+type (
+	cardIDs     struct{ queued, used int }
+	cardIDsKey  struct{}
+	cardIDAhead struct{ n int }
+)
+
+const nextCardID = `SELECT nextval(pg_get_serial_sequence('cards', 'id'))`
+
+func scanID(rows db.Rows) (any, error) {
+	var id int64
+	if !rows.Next() {
+		return nil, errors.New("the sequence gave no card id")
+	}
+	if err := rows.Scan(&id); err != nil {
+		return nil, err
+	}
+	return id, nil
+}
+
+// readAheadCardID has tx read ahead an id for a card it will store.
+func readAheadCardID(tx *db.Tx) {
+	v, _ := tx.Recall(cardIDsKey{})
+	ids, _ := v.(cardIDs)
+	tx.ReadAhead(cardIDAhead{ids.queued}, nextCardID, nil, scanID)
+	ids.queued++
+	tx.Remember(cardIDsKey{}, ids)
+}
+
+// cardID returns the next card id tx read ahead; ok is false when none is
+// left (always on SQLite).
+func (s *Store) cardID(ctx context.Context, tx *db.Tx) (id int64, ok bool, err error) {
+	v, _ := tx.Recall(cardIDsKey{})
+	ids, _ := v.(cardIDs)
+	if ids.used == ids.queued {
+		return 0, false, nil
+	}
+	got, ok, err := tx.Ahead(ctx, cardIDAhead{ids.used})
+	ids.used++
+	tx.Remember(cardIDsKey{}, ids)
+	if !ok || err != nil {
+		return 0, false, err
+	}
+	return got.(int64), true, nil
 }
 
 // threadMemo is the key under which a transaction remembers the Thread it

@@ -207,8 +207,20 @@ func TestAdmitOneThreadPerTransaction(t *testing.T) {
 	})
 }
 
-// steadyHook changes no Ticket, and says so; stoppingHook stops a Ticket
-// for the first card it sees and says nothing.
+// followedThread admits a card on the Thread with key and has a new
+// Ticket follow it.
+func followedThread(t *testing.T, d *db.DB, s *tickets.Store, prefix, key string) tickets.Ticket {
+	t.Helper()
+	ctx := context.Background()
+	src := admitted(t, d, s, prefix+"-src", key)
+	asked := admitted(t, d, s, prefix+"-ask", "github:octo/repo#1")
+	tk, err := s.CreateTicket(ctx, d, tickets.Ticket{Title: "Fix the crash", Repo: "octo/repo", SourceCardID: asked.ID})
+	require.NoError(t, err)
+	require.NoError(t, s.Subscribe(ctx, d, tk.ID, src.Thread.ID))
+	return tk
+}
+
+// steadyHook changes no Ticket, and says so, counting its calls.
 type steadyHook struct{ calls *int }
 
 func (h steadyHook) CardAdmitted(context.Context, *db.Tx, tickets.Card) error { *h.calls++; return nil }
@@ -226,12 +238,8 @@ func TestFollowersReadOnceWhileNoHookMayChangeThem(t *testing.T) {
 		ctx := context.Background()
 		s := tickets.New(tickets.Config{Now: fixedNow})
 		const issue, other = "github:octo/repo#60", "github:octo/repo#61"
-		src := admitted(t, d, s, "g1", issue)
+		tk := followedThread(t, d, s, "g", issue)
 		admitted(t, d, s, "g2", other)
-		asked := admitted(t, d, s, "g-ask", "github:octo/repo#1")
-		tk, err := s.CreateTicket(ctx, d, tickets.Ticket{Title: "Fix the crash", Repo: "octo/repo", SourceCardID: asked.ID})
-		require.NoError(t, err)
-		require.NoError(t, s.Subscribe(ctx, d, tk.ID, src.Thread.ID))
 
 		calls := 0
 		steady := steadyHook{&calls}
@@ -352,5 +360,58 @@ func TestAdmitReadsAKnownThreadWithItsFollowers(t *testing.T) {
 		again := admitted(t, d, s, "f5", "github:octo/repo#51")
 		require.Equal(t, lone.Thread.ID, again.Thread.ID)
 		require.Equal(t, tickets.CardCandidate, again.State)
+	})
+}
+
+// TestFreshDeliveriesCardsTravelWithTheCommit: cards of deliveries the
+// transaction stored itself take ids read ahead, and on PostgreSQL their
+// rows and notices wait for the COMMIT instead of a round trip each; what
+// is committed is what Admit returned, notices included.
+func TestFreshDeliveriesCardsTravelWithTheCommit(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := tickets.New(tickets.Config{Now: fixedNow})
+		const followed, lone = "github:octo/repo#70", "github:octo/repo#71"
+		tk := followedThread(t, d, s, "h", followed)
+		admitted(t, d, s, "h0", lone)
+
+		calls := 0
+		hook := steadyHook{&calls}
+		one, two := delivery(t, d, "h2"), delivery(t, d, "h3")
+		var cards []tickets.Card
+		var cost int64
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
+			s.ReadAheadAdmit(tx, followed, hook)
+			s.ReadAheadAdmit(tx, lone, hook)
+			before := d.Statements()
+			for _, nc := range []tickets.NewCard{newCard(one, followed, "still crashes"), newCard(two, lone, "another")} {
+				nc.FreshDelivery = true
+				c, err := s.Admit(ctx, tx, nc, 0, hook)
+				if err != nil {
+					return err
+				}
+				cards = append(cards, c)
+			}
+			cost = d.Statements() - before
+			return nil
+		}))
+		if d.Dialect() == db.Postgres {
+			// The reads ahead, sent when the first card asked for its
+			// Thread; the rest went with the COMMIT.
+			require.Equal(t, int64(1), cost)
+		}
+		for _, c := range cards {
+			stored, err := s.CardByDelivery(ctx, d, c.DeliveryID)
+			require.NoError(t, err)
+			require.Equal(t, c.ID, stored.ID)
+			require.Equal(t, c.State, stored.State)
+		}
+		require.Equal(t, tickets.CardFollowUp, cards[0].State)
+		got, err := s.FollowUpTickets(ctx, d, cards[0].ID)
+		require.NoError(t, err)
+		require.Equal(t, []int64{tk.ID}, got)
+		require.Equal(t, tickets.CardCandidate, cards[1].State)
+		require.NotEqual(t, cards[0].ID, cards[1].ID)
 	})
 }

@@ -405,6 +405,7 @@ type admitCheck func(ctx context.Context, tx *db.Tx, nc *tickets.NewCard) (strin
 func (s *Service) admitting(d Delivery, in tickets.NewCard, check admitCheck) step {
 	return func(ctx context.Context, tx *db.Tx, out *outcomes) error {
 		nc := in
+		nc.FreshDelivery = d.storing
 		if !d.storing {
 			var state string
 			if err := tx.QueryRow(ctx, "SELECT state FROM deliveries WHERE id = $1", d.ID).Scan(&state); err != nil {

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -19,6 +20,9 @@ import (
 // What is read ahead is what the database held when the batch ran, inside
 // the transaction: the caller decides for how long after that it still
 // stands (see Ahead).
+//
+// A write queued by ExecLater waits in the same queue, with no key and no
+// scan, so what the transaction sends keeps its order.
 type aheadRead struct {
 	key   any
 	query string
@@ -97,16 +101,45 @@ func ReadNow(ctx context.Context, q Querier, query string, args []any, scan func
 	return v, rows.Err()
 }
 
-// sendAhead sends the queued reads alone, in one round trip.
-func (t *Tx) sendAhead(ctx context.Context) error {
-	br := t.batch(ctx, "", nil)
-	return br.Close()
+// ExecLater has statement run in the transaction, sent with its next
+// statement or its COMMIT, on PostgreSQL, instead of as a round trip of
+// its own: for a write whose answer nobody waits for, such as a card's
+// row whose id is already known. Its failure fails the statement it
+// travels with (or the commit), and so the transaction. On SQLite it runs
+// at once.
+func (t *Tx) ExecLater(ctx context.Context, statement string, args ...any) error {
+	if t.pg == nil {
+		_, err := sqlExec(ctx, t.sql, statement, args)
+		return err
+	}
+	t.queued = append(t.queued, aheadRead{query: statement, args: args})
+	return nil
 }
 
-// batch sends the queued reads and, when query is not empty, query after
-// them, all in one round trip; it reads the queued reads' results and
-// leaves query's to the caller, who closes what is returned.
-func (t *Tx) batch(ctx context.Context, query string, args []any) pgx.BatchResults {
+// Flush sends what is queued (reads ahead, later writes) now, for what
+// runs statements on the transaction without it (River's inserts), so
+// that they come after what the transaction did before them.
+func (t *Tx) Flush(ctx context.Context) error {
+	if len(t.queued) == 0 {
+		return nil
+	}
+	return t.sendAhead(ctx)
+}
+
+// sendAhead sends the queued reads and writes alone, in one round trip.
+func (t *Tx) sendAhead(ctx context.Context) error {
+	br, err := t.batch(ctx, "", nil)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// batch sends the queued reads and writes and, when query is not empty,
+// query after them, all in one round trip; it reads what was queued and
+// leaves query's answer to the caller, who closes what is returned. err
+// is the first queued write's failure: query then failed too.
+func (t *Tx) batch(ctx context.Context, query string, args []any) (br pgx.BatchResults, err error) {
 	queued := t.queued
 	t.queued = nil
 	b := &pgx.Batch{}
@@ -116,11 +149,25 @@ func (t *Tx) batch(ctx context.Context, query string, args []any) pgx.BatchResul
 	if query != "" {
 		b.Queue(query, args...)
 	}
-	br := t.pg.SendBatch(ctx, b)
+	br = t.pg.SendBatch(ctx, b)
+	err = t.readQueued(br, queued)
+	return br, err
+}
+
+// readQueued reads the answers of queued, sent first in br: a read's
+// into t.read, a write's failure as the error returned.
+func (t *Tx) readQueued(br pgx.BatchResults, queued []aheadRead) error {
 	if t.read == nil {
 		t.read = map[any]aheadResult{}
 	}
+	var failed error
 	for _, r := range queued {
+		if r.scan == nil {
+			if _, err := br.Exec(); err != nil && failed == nil {
+				failed = err
+			}
+			continue
+		}
 		var res aheadResult
 		rows, err := br.Query()
 		if err != nil {
@@ -134,7 +181,31 @@ func (t *Tx) batch(ctx context.Context, query string, args []any) pgx.BatchResul
 		}
 		t.read[r.key] = res
 	}
-	return br
+	return failed
+}
+
+// commitQueued commits, sending the queued writes with the COMMIT; the
+// reads nobody asked for are not sent.
+func (t *Tx) commitQueued(ctx context.Context) error {
+	var writes []aheadRead
+	for _, r := range t.queued {
+		if r.scan == nil {
+			writes = append(writes, r)
+		}
+	}
+	t.queued, t.read = nil, nil
+	lazy, ok := t.pg.(*lazyTx)
+	if len(writes) == 0 || !ok {
+		if len(writes) > 0 {
+			panic("db: writes queued on a transaction that cannot carry them")
+		}
+		return t.pg.Commit(ctx)
+	}
+	return lazy.commitAfter(ctx, func(b *pgx.Batch) {
+		for _, w := range writes {
+			b.Queue(w.query, w.args...)
+		}
+	}, func(br pgx.BatchResults) error { return t.readQueued(br, writes) })
 }
 
 // batchRows are a statement's rows read from a batch, which closes with
@@ -181,26 +252,34 @@ func (r batchRow) Scan(dest ...any) error {
 
 // queryAhead runs query after the queued reads.
 func (t *Tx) queryAhead(ctx context.Context, query string, args []any) (Rows, error) {
-	br := t.batch(ctx, query, args)
+	br, failed := t.batch(ctx, query, args)
 	rows, err := br.Query()
-	if err != nil {
+	if failed != nil || err != nil {
+		if rows != nil {
+			rows.Close()
+		}
 		_ = br.Close()
-		return nil, err
+		return nil, cmp.Or(failed, err)
 	}
 	return &batchRows{Rows: rows, br: br}, nil
 }
 
 func (t *Tx) queryRowAhead(ctx context.Context, query string, args []any) Row {
-	br := t.batch(ctx, query, args)
+	br, failed := t.batch(ctx, query, args)
+	if failed != nil {
+		_ = br.Close()
+		return errRow{failed}
+	}
 	return batchRow{row: br.QueryRow(), br: br}
 }
 
 func (t *Tx) execAhead(ctx context.Context, query string, args []any) (int64, error) {
-	br := t.batch(ctx, query, args)
+	br, failed := t.batch(ctx, query, args)
 	tag, err := br.Exec()
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	err = cmp.Or(failed, err)
 	if err != nil {
 		return 0, err
 	}

@@ -389,10 +389,11 @@ func (t *Tx) SQLTx() *sql.Tx { return t.sql }
 
 // Commit commits the transaction.
 func (t *Tx) Commit(ctx context.Context) error {
-	t.queued, t.read = nil, nil // what nobody asked for is not worth a round trip
 	var err error
 	if t.pg != nil {
-		err = t.pg.Commit(ctx)
+		// Writes queued go with the COMMIT; reads nobody asked for are
+		// not worth a round trip.
+		err = t.commitQueued(ctx)
 	} else {
 		err = t.sql.Commit()
 	}

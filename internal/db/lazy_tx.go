@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/jackc/pgx/v5"
@@ -15,9 +16,30 @@ import (
 // throughout, so River inserts jobs through it as through pgx's.
 type lazyTx struct {
 	conn *pgxpool.Conn
-	// tx is the transaction once its first statement was sent.
+	// tx is the transaction once its first statement was sent; held
+	// once the server is seen inside it.
 	tx     pgx.Tx
+	held   bool
 	closed bool
+}
+
+// settle forgets a transaction whose BEGIN never took effect (its batch
+// failed before reaching the server, say on an ended context), so the
+// next statement begins it again, as it would have had BEGIN been sent
+// on its own first.
+func (t *lazyTx) settle() {
+	if t.tx == nil || t.held {
+		return
+	}
+	pc := t.conn.Conn().PgConn()
+	if pc.IsBusy() {
+		return
+	}
+	if pc.TxStatus() == 'I' && !pc.IsClosed() {
+		t.tx = nil
+		return
+	}
+	t.held = true
 }
 
 var _ pgx.Tx = (*lazyTx)(nil)
@@ -32,6 +54,7 @@ func beginLazy(ctx context.Context, pool *pgxpool.Pool) (*lazyTx, error) {
 
 // SendBatch sends b, preceded by BEGIN when nothing was sent yet.
 func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	t.settle()
 	switch {
 	case t.tx != nil:
 		return t.tx.SendBatch(ctx, b)
@@ -51,6 +74,7 @@ func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 // begun returns the transaction, begun on its own for what cannot carry
 // BEGIN.
 func (t *lazyTx) begun(ctx context.Context) (pgx.Tx, error) {
+	t.settle()
 	if t.tx != nil {
 		return t.tx, nil
 	}
@@ -66,6 +90,7 @@ func (t *lazyTx) begun(ctx context.Context) (pgx.Tx, error) {
 }
 
 func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	t.settle()
 	if t.tx != nil || t.closed {
 		tx, err := t.begun(ctx)
 		if err != nil {
@@ -84,6 +109,7 @@ func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 }
 
 func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	t.settle()
 	if t.tx != nil || t.closed {
 		tx, err := t.begun(ctx)
 		if err != nil {
@@ -103,6 +129,7 @@ func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 }
 
 func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	t.settle()
 	if t.tx != nil || t.closed {
 		tx, err := t.begun(ctx)
 		if err != nil {
@@ -168,12 +195,41 @@ func (t *lazyTx) end(ctx context.Context, how func(pgx.Tx, context.Context) erro
 	if t.closed {
 		return pgx.ErrTxClosed
 	}
+	t.settle()
 	t.closed = true
 	defer t.conn.Release()
 	if t.tx == nil {
 		return nil
 	}
 	return how(t.tx, ctx)
+}
+
+// commitAfter sends what queue adds to a batch, then COMMIT, in one round
+// trip, and gives the connection back; read reads the answers of what
+// queue added. When any of it fails the transaction is not committed, and
+// the pool closes the connection, left inside it.
+func (t *lazyTx) commitAfter(ctx context.Context, queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
+	if t.closed {
+		return pgx.ErrTxClosed
+	}
+	b := &pgx.Batch{}
+	queue(b)
+	b.Queue("commit")
+	br := t.SendBatch(ctx, b)
+	t.closed = true
+	defer t.conn.Release()
+	err := read(br)
+	tag, cerr := br.Exec()
+	if closeErr := br.Close(); cerr == nil {
+		cerr = closeErr
+	}
+	if err = cmp.Or(err, cerr); err != nil {
+		return err
+	}
+	if tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
 }
 
 type errRow struct{ err error }

@@ -13,6 +13,16 @@ import (
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 )
 
+// countingWrites opens a PostgreSQL database of the test's own on one
+// connection whose writes to the server are counted in writes.
+func countingWrites(t *testing.T, writes *atomic.Int64) *db.DB {
+	t.Helper()
+	d, err := db.OpenPostgresCountingWrites(context.Background(), dbtest.PostgresDatabaseURL(t), writes)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
 // TestPostgresTransactionsSpendNoRoundTripOnBegin: on PostgreSQL a
 // transaction's BEGIN is written to the server with its first statement,
 // one write for both; one that sends nothing writes nothing, not even at
@@ -23,10 +33,8 @@ func TestPostgresTransactionsSpendNoRoundTripOnBegin(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	var writes atomic.Int64
-	d, err := db.OpenPostgresCountingWrites(ctx, dbtest.PostgresDatabaseURL(t), &writes)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = d.Close() })
-	_, err = d.Exec(ctx, "CREATE TABLE lazy (n INTEGER NOT NULL)")
+	d := countingWrites(t, &writes)
+	_, err := d.Exec(ctx, "CREATE TABLE lazy (n INTEGER NOT NULL)")
 	require.NoError(t, err)
 
 	counted := func(fn func(tx *db.Tx) error) (int64, error) {
@@ -136,4 +144,69 @@ func TestCancelledFirstStatementLeavesThePoolUsable(t *testing.T) {
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error { return tx.QueryRow(ctx, "SELECT 1").Scan(&n) }))
 		require.Equal(t, 1, n)
 	}
+}
+
+// TestLaterWritesTravelWithTheNextStatementOrTheCommit: on PostgreSQL a
+// write queued with ExecLater is sent with the transaction's next
+// statement, which sees it, or with its COMMIT, all in one write to the
+// server; a queued write that fails fails the commit and keeps nothing.
+// On SQLite it runs at once.
+func TestLaterWritesTravelWithTheNextStatementOrTheCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var writes atomic.Int64
+	d := countingWrites(t, &writes)
+	_, err := d.Exec(ctx, "CREATE TABLE later (n INTEGER NOT NULL CHECK (n > 0))")
+	require.NoError(t, err)
+	count := func(q db.Querier) int {
+		var n int
+		require.NoError(t, q.QueryRow(ctx, "SELECT COUNT(*) FROM later").Scan(&n))
+		return n
+	}
+	insertTwoAndCommit := func(second int) (int64, error) {
+		before := writes.Load()
+		err := d.InTx(ctx, func(tx *db.Tx) error {
+			require.NoError(t, tx.ExecLater(ctx, "INSERT INTO later (n) VALUES ($1)", 1))
+			require.NoError(t, tx.ExecLater(ctx, "INSERT INTO later (n) VALUES ($1)", second))
+			return nil
+		})
+		return writes.Load() - before, err
+	}
+	_, err = insertTwoAndCommit(2) // prepares the statement
+	require.NoError(t, err)
+	n, err := insertTwoAndCommit(2)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "BEGIN, both writes and COMMIT in one")
+	require.Equal(t, 4, count(d))
+
+	_, err = insertTwoAndCommit(-1)
+	require.ErrorContains(t, err, "later_n_check")
+	require.Equal(t, 4, count(d), "a failed later write keeps nothing")
+
+	require.ErrorContains(t, d.InTx(ctx, func(tx *db.Tx) error {
+		require.NoError(t, tx.ExecLater(ctx, "INSERT INTO later (n) VALUES (3)"))
+		require.Equal(t, 5, count(tx), "the next statement sees what went before it")
+		require.NoError(t, tx.ExecLater(ctx, "INSERT INTO later (n) VALUES (-3)"))
+		err := tx.Flush(ctx)
+		require.ErrorContains(t, err, "later_n_check", "a flush answers the failure")
+		return err
+	}), "later_n_check")
+	require.Equal(t, 4, count(d))
+}
+
+// TestLaterWritesOnSQLiteRunAtOnce: SQLite has no round trips to save.
+func TestLaterWritesOnSQLiteRunAtOnce(t *testing.T) {
+	t.Parallel()
+	d := dbtest.SQLite(t)
+	ctx := context.Background()
+	_, err := d.Exec(ctx, "CREATE TABLE later (n INTEGER NOT NULL CHECK (n > 0))")
+	require.NoError(t, err)
+	require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
+		require.NoError(t, tx.ExecLater(ctx, "INSERT INTO later (n) VALUES (1)"))
+		require.ErrorContains(t, tx.ExecLater(ctx, "INSERT INTO later (n) VALUES (-1)"), "CHECK")
+		return nil
+	}))
+	var n int
+	require.NoError(t, d.QueryRow(ctx, "SELECT COUNT(*) FROM later").Scan(&n))
+	require.Equal(t, 1, n)
 }

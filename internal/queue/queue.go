@@ -162,6 +162,9 @@ func (q *Queue) Init() error {
 func (q *Queue) InsertTx(ctx context.Context, tx *db.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
 	switch {
 	case q.pg != nil:
+		if err := tx.Flush(ctx); err != nil {
+			return nil, err
+		}
 		return q.pg.InsertTx(ctx, tx.PgxTx(), args, opts)
 	case q.lite != nil:
 		return q.lite.InsertTx(ctx, tx.SQLTx(), args, opts)
@@ -174,6 +177,9 @@ func (q *Queue) InsertTx(ctx context.Context, tx *db.Tx, args river.JobArgs, opt
 func (q *Queue) InsertManyTx(ctx context.Context, tx *db.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
 	switch {
 	case q.pg != nil:
+		if err := tx.Flush(ctx); err != nil {
+			return nil, err
+		}
 		return q.pg.InsertManyTx(ctx, tx.PgxTx(), params)
 	case q.lite != nil:
 		return q.lite.InsertManyTx(ctx, tx.SQLTx(), params)
