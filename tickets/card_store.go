@@ -168,12 +168,10 @@ type ReadAheadHook interface {
 
 // ReadAheadAdmit has tx read ahead, with its next statement, what Admit
 // reads for a card on the Thread with key: the Thread and its followers
-// (see ReadAheadThread), an id for a card of a fresh delivery (see
-// NewCard.FreshDelivery), and what the hooks that can say read. Nothing
+// (see ReadAheadThread), and what the hooks that can say read. Nothing
 // changes on SQLite.
 func (s *Store) ReadAheadAdmit(tx *db.Tx, key string, hooks ...Hook) {
 	s.ReadAheadThread(tx, key)
-	readAheadCardID(tx)
 	for _, h := range hooks {
 		if h, ok := h.(ReadAheadHook); ok {
 			h.ReadAhead(tx)
@@ -351,8 +349,11 @@ func scanID(rows db.Rows) (any, error) {
 	return id, nil
 }
 
-// readAheadCardID has tx read ahead an id for a card it will store.
-func readAheadCardID(tx *db.Tx) {
+// ReadAheadCardID has tx read ahead an id for a card of a fresh delivery
+// it is about to store (see NewCard.FreshDelivery). An id read ahead and
+// not used is a gap in the cards' ids, as after a rollback: read one only
+// for a card that will be made. Nothing changes on SQLite.
+func (s *Store) ReadAheadCardID(tx *db.Tx) {
 	v, _ := tx.Recall(cardIDsKey{})
 	ids, _ := v.(cardIDs)
 	tx.ReadAhead(cardIDAhead{ids.queued}, nextCardID, nil, scanID)

@@ -382,8 +382,10 @@ func TestFreshDeliveriesCardsTravelWithTheCommit(t *testing.T) {
 		var cards []tickets.Card
 		var cost int64
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
-			s.ReadAheadAdmit(tx, followed, hook)
-			s.ReadAheadAdmit(tx, lone, hook)
+			for _, key := range []string{followed, lone} {
+				s.ReadAheadAdmit(tx, key, hook)
+				s.ReadAheadCardID(tx)
+			}
 			before := d.Statements()
 			for _, nc := range []tickets.NewCard{newCard(one, followed, "still crashes"), newCard(two, lone, "another")} {
 				nc.FreshDelivery = true

@@ -88,6 +88,10 @@ func TestBatchCostsFewStatements(t *testing.T) {
 			require.Equal(t, e.card(t, first.Delivery).Thread.ID, c.Thread.ID)
 		}
 		require.Equal(t, 1, count(t, d, "SELECT COUNT(*) FROM river_job WHERE kind = 'ingest_delivery'"), "only the first needed a job")
+		// The first, made by its job, took no id it did not use: the ids
+		// have no gap.
+		require.Equal(t, count(t, d, "SELECT COUNT(*) FROM cards"), count(t, d, "SELECT MAX(id) - MIN(id) + 1 FROM cards"))
+		require.Equal(t, 1, count(t, d, "SELECT MIN(id) FROM cards"))
 	})
 }
 

@@ -212,16 +212,24 @@ func (s *Service) writeDeliveries(ctx context.Context, tx *db.Tx, ds []Delivery,
 // onArrival reports whether ds[i] is processed by the transaction that
 // stores it: it was read on arrival and is to be processed.
 // readAhead has tx read ahead what processOnArrival will read to make
-// ev's card: its author's name, its Thread and what the card hooks read.
+// ev's card: its author's name, its Thread, what the card hooks read and,
+// when the card will be made at once, its id.
 func (s *Service) readAhead(tx *db.Tx, ev ghEvent) {
 	c := ev.Card
 	if c == nil {
 		return
 	}
-	if s.people != nil && c.Author.Type == tickets.AuthorUser && c.Author.Login != "" {
+	user := c.Author.Type == tickets.AuthorUser && c.Author.Login != ""
+	if s.people != nil && user {
 		s.people.ReadAheadName(tx, people.KindGitHub, c.Author.Login)
 	}
 	s.store.ReadAheadAdmit(tx, c.Thread.Key, s.cfg.Hooks...)
+	// The card gets an id now only when it is sure to be made here: its
+	// author's permission is at hand (a card waiting for GitHub is made
+	// by its job, under an id of its own).
+	if c.Branch == "" && (!user || s.perms.Remembered(c.Owner, c.Name, c.Author.Login)) {
+		s.store.ReadAheadCardID(tx)
+	}
 }
 
 func onArrival(ds []Delivery, read []*ghEvent, i int) bool {

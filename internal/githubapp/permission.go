@@ -49,6 +49,17 @@ func (p *PermissionCache) remember(k permKey, level string, fetched, now time.Ti
 	p.mem.Remember(k, level, fetched, p.ttl(), now)
 }
 
+// Remembered reports whether login's level on owner/name is known in this
+// process, without reading the database or asking GitHub: whether a card
+// by them can be counted on to be made at once.
+func (p *PermissionCache) Remembered(owner, name, login string) bool {
+	if p.Client == nil {
+		return true
+	}
+	_, ok := p.recall(keyOf(owner, name, login), p.now().UTC())
+	return ok
+}
+
 func (p *PermissionCache) ttl() time.Duration {
 	if p.TTL <= 0 {
 		return 10 * time.Minute
