@@ -73,7 +73,8 @@ type DB struct {
 // Statements is how many statements (queries and commands, River's among
 // them; not BEGIN or COMMIT) this handle has sent since it was opened: what
 // a change that saves round trips is measured by, independent of how busy
-// the machine is. On PostgreSQL, a pipelined batch counts once.
+// the machine is. On PostgreSQL, a pipelined batch counts once, BEGIN or
+// COMMIT among its statements included (see lazyTx and Tx.ExecLater).
 func (d *DB) Statements() int64 { return d.statements.Load() }
 
 // countStatements is pgx's query tracer that feeds DB.Statements.
