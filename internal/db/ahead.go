@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // A read ahead is a query a transaction will want the answer to soon,
@@ -194,18 +195,14 @@ func (t *Tx) commitQueued(ctx context.Context) error {
 		}
 	}
 	t.queued, t.read = nil, nil
-	lazy, ok := t.pg.(*lazyTx)
-	if len(writes) == 0 || !ok {
-		if len(writes) > 0 {
-			panic("db: writes queued on a transaction that cannot carry them")
-		}
+	if len(writes) == 0 {
 		return t.pg.Commit(ctx)
 	}
-	return lazy.commitAfter(ctx, func(b *pgx.Batch) {
-		for _, w := range writes {
-			b.Queue(w.query, w.args...)
-		}
-	}, func(br pgx.BatchResults) error { return t.readQueued(br, writes) })
+	b := &pgx.Batch{}
+	for _, w := range writes {
+		b.Queue(w.query, w.args...)
+	}
+	return t.pg.commitAfter(ctx, b, func(br pgx.BatchResults) error { return t.readQueued(br, writes) })
 }
 
 // batchRows are a statement's rows read from a batch, which closes with
@@ -250,9 +247,33 @@ func (r batchRow) Scan(dest ...any) error {
 	return err
 }
 
-// queryAhead runs query after the queued reads.
+// queryAhead, queryRowAhead and execAhead run query after what is
+// queued, in one round trip.
 func (t *Tx) queryAhead(ctx context.Context, query string, args []any) (Rows, error) {
+	rows, err := queryIn(t.batch(ctx, query, args)) //nolint:sqlclosecheck // returned to the caller, who closes it
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+func (t *Tx) queryRowAhead(ctx context.Context, query string, args []any) Row {
 	br, failed := t.batch(ctx, query, args)
+	return queryRowIn(br, failed, false)
+}
+
+func (t *Tx) execAhead(ctx context.Context, query string, args []any) (int64, error) {
+	tag, err := execIn(t.batch(ctx, query, args))
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+// queryIn, queryRowIn and execIn read the answer of the statement next in
+// br, which closes with it; failed, an earlier failure in the batch, is
+// the error then, as it made the statement fail too.
+func queryIn(br pgx.BatchResults, failed error) (pgx.Rows, error) {
 	rows, err := br.Query()
 	if failed != nil || err != nil {
 		if rows != nil {
@@ -264,24 +285,19 @@ func (t *Tx) queryAhead(ctx context.Context, query string, args []any) (Rows, er
 	return &batchRows{Rows: rows, br: br}, nil
 }
 
-func (t *Tx) queryRowAhead(ctx context.Context, query string, args []any) Row {
-	br, failed := t.batch(ctx, query, args)
+// queryRowIn's raw keeps pgx's ErrNoRows (see batchRow).
+func queryRowIn(br pgx.BatchResults, failed error, raw bool) pgx.Row {
 	if failed != nil {
 		_ = br.Close()
 		return errRow{failed}
 	}
-	return batchRow{row: br.QueryRow(), br: br}
+	return batchRow{row: br.QueryRow(), br: br, raw: raw}
 }
 
-func (t *Tx) execAhead(ctx context.Context, query string, args []any) (int64, error) {
-	br, failed := t.batch(ctx, query, args)
+func execIn(br pgx.BatchResults, failed error) (pgconn.CommandTag, error) {
 	tag, err := br.Exec()
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	err = cmp.Or(failed, err)
-	if err != nil {
-		return 0, err
-	}
-	return tag.RowsAffected(), nil
+	return tag, cmp.Or(failed, err)
 }

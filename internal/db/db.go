@@ -287,7 +287,7 @@ func (d *DB) QueryRow(ctx context.Context, query string, args ...any) Row {
 // Tx is a transaction on either database. Native exposes the driver's own
 // transaction for River's InsertTx.
 type Tx struct {
-	pg  pgx.Tx
+	pg  *lazyTx
 	sql *sql.Tx
 	// after runs once the transaction has committed.
 	after []func()
@@ -383,7 +383,12 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 }
 
 // PgxTx is the underlying pgx transaction (nil on SQLite).
-func (t *Tx) PgxTx() pgx.Tx { return t.pg }
+func (t *Tx) PgxTx() pgx.Tx {
+	if t.pg == nil {
+		return nil
+	}
+	return t.pg
+}
 
 // SQLTx is the underlying database/sql transaction (nil on PostgreSQL).
 func (t *Tx) SQLTx() *sql.Tx { return t.sql }

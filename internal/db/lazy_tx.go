@@ -98,14 +98,7 @@ func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 		}
 		return tx.Exec(ctx, sql, args...)
 	}
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	br := t.SendBatch(ctx, b)
-	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return tag, err
+	return execIn(t.SendBatch(ctx, single(sql, args)), nil)
 }
 
 func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
@@ -117,15 +110,7 @@ func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 		}
 		return tx.Query(ctx, sql, args...)
 	}
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	br := t.SendBatch(ctx, b)
-	rows, err := br.Query()
-	if err != nil {
-		_ = br.Close()
-		return nil, err
-	}
-	return &batchRows{Rows: rows, br: br}, nil
+	return queryIn(t.SendBatch(ctx, single(sql, args)), nil)
 }
 
 func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
@@ -137,10 +122,14 @@ func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 		}
 		return tx.QueryRow(ctx, sql, args...)
 	}
+	return queryRowIn(t.SendBatch(ctx, single(sql, args)), nil, true)
+}
+
+// single is a batch of one statement.
+func single(sql string, args []any) *pgx.Batch {
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
-	br := t.SendBatch(ctx, b)
-	return batchRow{row: br.QueryRow(), br: br, raw: true}
+	return b
 }
 
 func (t *lazyTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
@@ -204,25 +193,20 @@ func (t *lazyTx) end(ctx context.Context, how func(pgx.Tx, context.Context) erro
 	return how(t.tx, ctx)
 }
 
-// commitAfter sends what queue adds to a batch, then COMMIT, in one round
-// trip, and gives the connection back; read reads the answers of what
-// queue added. When any of it fails the transaction is not committed, and
-// the pool closes the connection, left inside it.
-func (t *lazyTx) commitAfter(ctx context.Context, queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
+// commitAfter sends b, then COMMIT, in one round trip, and gives the
+// connection back; read reads the answers of b's statements. When any of
+// them fails the transaction is not committed, and the pool closes the
+// connection, left inside it.
+func (t *lazyTx) commitAfter(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
 	if t.closed {
 		return pgx.ErrTxClosed
 	}
-	b := &pgx.Batch{}
-	queue(b)
 	b.Queue("commit")
 	br := t.SendBatch(ctx, b)
 	t.closed = true
 	defer t.conn.Release()
 	err := read(br)
-	tag, cerr := br.Exec()
-	if closeErr := br.Close(); cerr == nil {
-		cerr = closeErr
-	}
+	tag, cerr := execIn(br, nil)
 	if err = cmp.Or(err, cerr); err != nil {
 		return err
 	}
