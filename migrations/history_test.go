@@ -75,12 +75,18 @@ func TestHistoryBackfill(t *testing.T) {
 		require.Equal(t, 1, unrecorded, "revision 1 is marked not recorded")
 		require.NoError(t, migrations.Apply(ctx, d, slog.New(slog.DiscardHandler)))
 	}
+	eachUnmigrated(t, run)
+}
+
+// eachUnmigrated runs fn on an empty SQLite database and an empty
+// PostgreSQL schema, for tests that migrate step by step.
+func eachUnmigrated(t *testing.T, fn func(t *testing.T, d *db.DB)) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		d, err := db.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "old.db"), db.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = d.Close() })
-		run(t, d)
+		fn(t, d)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
@@ -88,6 +94,6 @@ func TestHistoryBackfill(t *testing.T) {
 		d, err := db.Open(context.Background(), dbtest.PostgresURL(t), db.Options{SearchPath: schema, MaxConns: 4})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = d.Close() })
-		run(t, d)
+		fn(t, d)
 	})
 }

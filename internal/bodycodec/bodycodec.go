@@ -10,9 +10,13 @@
 package bodycodec
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"sync"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -20,8 +24,14 @@ import (
 const (
 	// Identity is the body as received.
 	Identity = "identity"
-	// Zstd is a Zstandard frame of the body.
+	// Zstd is a Zstandard frame of the body, as releases before S2
+	// stored it; it is read, no longer written.
 	Zstd = "zstd"
+	// S2 is the body's CRC-32C (Castagnoli, little-endian) followed by an
+	// S2 block of the body. S2 packs a payload in a third of zstd's time
+	// for rows a quarter larger, and a row of either size is one page:
+	// the time is what every request waits on.
+	S2 = "s2"
 )
 
 // MaxSize bounds what Unpack returns: above GitHub's 25 MB cap on a
@@ -33,20 +43,13 @@ const MaxSize = 64 << 20
 // compressed body saves no page and costs a frame header.
 const minSize = 1024
 
-var (
-	encoder = mustEncoder()
-	decoder = mustDecoder(MaxSize)
-)
+// crcSize is the length of the checksum in front of an S2 block.
+const crcSize = 4
 
-func mustEncoder() *zstd.Encoder {
-	// The fastest level already shrinks JSON four- to sixfold; the
-	// checksum lets Unpack tell a damaged row from a body.
-	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(true), zstd.WithLowerEncoderMem(true))
-	if err != nil {
-		panic(err)
-	}
-	return e
-}
+var (
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	decoder    = mustDecoder(MaxSize)
+)
 
 func mustDecoder(limit uint64) *zstd.Decoder {
 	d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(limit), zstd.WithDecoderConcurrency(0))
@@ -63,12 +66,25 @@ func Pack(body []byte) (data []byte, encoding string) {
 	if len(body) < minSize {
 		return body, Identity
 	}
-	packed := encoder.EncodeAll(body, make([]byte, 0, len(body)/4))
-	if len(packed) > len(body)-len(body)/8 {
+	scratch := scratches.Get().(*[]byte)
+	defer scratches.Put(scratch)
+	if need := s2.MaxEncodedLen(len(body)); cap(*scratch) < need {
+		*scratch = make([]byte, need)
+	}
+	packed := s2.Encode((*scratch)[:cap(*scratch)], body)
+	if crcSize+len(packed) > len(body)-len(body)/8 {
 		return body, Identity
 	}
-	return packed, Zstd
+	// The row keeps only what it stores; the scratch space goes back.
+	data = make([]byte, crcSize+len(packed))
+	binary.LittleEndian.PutUint32(data, crc32.Checksum(body, castagnoli))
+	copy(data[crcSize:], packed)
+	return data, S2
 }
+
+// scratches holds room to encode into, as large as the largest body
+// packed with it so far.
+var scratches = sync.Pool{New: func() any { return new([]byte) }}
 
 // ErrUnknownEncoding is returned for a body stored in an encoding this
 // release does not read.
@@ -76,10 +92,10 @@ var ErrUnknownEncoding = errors.New("unknown body encoding")
 
 // Unpack returns the body stored as data in encoding.
 func Unpack(data []byte, encoding string) ([]byte, error) {
-	return unpack(decoder, data, encoding)
+	return unpack(decoder, MaxSize, data, encoding)
 }
 
-func unpack(d *zstd.Decoder, data []byte, encoding string) ([]byte, error) {
+func unpack(d *zstd.Decoder, limit int, data []byte, encoding string) ([]byte, error) {
 	switch encoding {
 	case Identity:
 		return data, nil
@@ -89,7 +105,31 @@ func unpack(d *zstd.Decoder, data []byte, encoding string) ([]byte, error) {
 			return nil, fmt.Errorf("decompressing stored body: %w", err)
 		}
 		return body, nil
+	case S2:
+		return unpackS2(data, limit)
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownEncoding, encoding)
 	}
+}
+
+func unpackS2(data []byte, limit int) ([]byte, error) {
+	if len(data) < crcSize {
+		return nil, errors.New("decompressing stored body: shorter than its checksum")
+	}
+	block := data[crcSize:]
+	size, err := s2.DecodedLen(block)
+	if err != nil {
+		return nil, fmt.Errorf("decompressing stored body: %w", err)
+	}
+	if size > limit {
+		return nil, fmt.Errorf("decompressing stored body: it claims %d bytes, above the %d allowed", size, limit)
+	}
+	body, err := s2.Decode(make([]byte, size), block)
+	if err != nil {
+		return nil, fmt.Errorf("decompressing stored body: %w", err)
+	}
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data) {
+		return nil, errors.New("decompressing stored body: checksum mismatch")
+	}
+	return body, nil
 }
