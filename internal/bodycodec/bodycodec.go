@@ -29,8 +29,10 @@ const (
 	Zstd = "zstd"
 	// S2 is the body's CRC-32C (Castagnoli, little-endian) followed by an
 	// S2 block of the body. S2 packs a payload in a third of zstd's time
-	// for rows a quarter larger, and a row of either size is one page:
-	// the time is what every request waits on.
+	// into a block about a quarter larger (3.2 KB against 2.4 KB for a
+	// 15.5 KB issue comment, whose row fills one page either way): every
+	// request waits on the time, and the checksum lets Unpack tell a
+	// damaged row from a body, as zstd's did.
 	S2 = "s2"
 )
 
