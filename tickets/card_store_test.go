@@ -280,6 +280,61 @@ func TestFollowersReadOnceWhileNoHookMayChangeThem(t *testing.T) {
 	})
 }
 
+// TestThreadsOfABatchReadTogether: the Threads read ahead for a batch's
+// cards are read in one statement, on both databases, and each card still
+// goes only to the Tickets following its own Thread (a Ticket following
+// a pull request and its review thread once); a Thread not yet known is
+// made as before.
+func TestThreadsOfABatchReadTogether(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := tickets.New(tickets.Config{Now: fixedNow})
+		const issue, pull, review, fresh = "github:octo/repo#80", "github:octo/repo#81", "github:octo/repo#81/review-thread/3", "github:octo/repo#82"
+		onIssue := followedThread(t, d, s, "a", issue)
+		onPull := followedThread(t, d, s, "b", pull)
+		reviewCard := admitted(t, d, s, "b-review", review)
+		require.NoError(t, s.Subscribe(ctx, d, onPull.ID, reviewCard.Thread.ID))
+
+		calls := 0
+		hook := steadyHook{&calls}
+		keys := []string{issue, review, fresh}
+		ids := []int64{delivery(t, d, "r1"), delivery(t, d, "r2"), delivery(t, d, "r3")}
+		var cards [3]tickets.Card
+		var costs [3]int64
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
+			for _, key := range keys {
+				s.ReadAheadAdmit(tx, key, hook)
+			}
+			for i, key := range keys {
+				before := d.Statements()
+				c, err := s.Admit(ctx, tx, newCard(ids[i], key, "more"), 0, hook)
+				if err != nil {
+					return err
+				}
+				cards[i], costs[i] = c, d.Statements()-before
+			}
+			return nil
+		}))
+		require.Equal(t, tickets.CardFollowUp, cards[0].State)
+		require.Equal(t, onIssue.ID, cards[0].TicketID)
+		require.Equal(t, tickets.CardFollowUp, cards[1].State)
+		require.Equal(t, onPull.ID, cards[1].TicketID)
+		notices, err := s.FollowUpTickets(ctx, d, cards[1].ID)
+		require.NoError(t, err)
+		require.Equal(t, []int64{onPull.ID}, notices, "one notice for a Ticket following the pull request and its review thread")
+		require.Equal(t, tickets.CardCandidate, cards[2].State)
+		require.NotZero(t, cards[2].Thread.ID, "the Thread not yet known was made")
+
+		// The review thread's card read nothing: its Thread came with the
+		// first card's read. It wrote its row and its notice.
+		require.Equal(t, int64(2), costs[1], "statements of the second card")
+		if d.Dialect() == db.SQLite {
+			require.Equal(t, int64(3), costs[0], "the first card: the Threads' read, its row, its notice")
+		}
+	})
+}
+
 // TestCardsOnABusyThreadDoNotQueue: on PostgreSQL, a transaction that
 // admits a card to an existing Thread does not wait for another, still
 // open, that admitted one there too: a card that changes nothing of its

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -396,29 +397,79 @@ ORDER BY t.id`, threadID, parent)
 // followersOf would. A card on a known Thread, the usual case, needs both
 // and nothing else. ErrNotFound when no Thread has key: a new review
 // thread's followers, through its pull request, are then followersOf's.
-// What tx read ahead for the transaction's first card (see
-// ReadAheadThread) answers without a statement of its own.
+// The Threads read ahead in tx for a batch's cards (see ReadAheadThread)
+// are read together, with the first of them asked for.
 func (s *Store) threadWithFollowers(ctx context.Context, tx *db.Tx, key string) (Thread, []int64, error) {
-	v, err := tx.Read(ctx, threadAhead{key, epochOf(tx)}, threadQuery, []any{key, reviewParent(key)}, scanThreadWithFollowers)
+	found, err := readThread(ctx, tx, key)
 	if err != nil {
 		return Thread{}, nil, fmt.Errorf("reading thread %q: %w", key, err)
 	}
-	found := v.(foundThread)
 	if !found.ok {
 		return Thread{}, nil, fmt.Errorf("reading thread %q: %w", key, ErrNotFound)
 	}
 	return found.thread, found.followers, nil
 }
 
-// ReadAheadThread has tx read, with its next statement, the Thread with
-// key and its live followers, for Admit; the read stands while no card's
-// hooks may have changed a Ticket (see SteadyHook).
+// ReadAheadThread has tx read, with its next statement on PostgreSQL or
+// with the first card's read on SQLite, the Thread with key and its live
+// followers, for Admit: the Threads of a batch's cards, however many, in
+// one statement. The read stands while no card's hooks may have changed
+// a Ticket (see SteadyHook).
 func (s *Store) ReadAheadThread(tx *db.Tx, key string) {
-	tx.ReadAhead(threadAhead{key, epochOf(tx)}, threadQuery, []any{key, reviewParent(key)}, scanThreadWithFollowers)
+	g := threadsAhead{epochOf(tx)}
+	v, _ := tx.Recall(g)
+	keys, _ := v.([]string)
+	if slices.Contains(keys, key) {
+		return
+	}
+	keys = append(slices.Clip(keys), key)
+	tx.Remember(g, keys)
+	query, args := threadsQuery(keys)
+	tx.ReadAhead(g, query, args, scanThreads)
 }
 
-// threadAhead is the key of a Thread read ahead in an epoch.
-type threadAhead struct {
+// readThread returns the Thread with key as read ahead for it, reading
+// every Thread read ahead with it when it is the first asked for, or as
+// read now.
+func readThread(ctx context.Context, tx *db.Tx, key string) (foundThread, error) {
+	epoch := epochOf(tx)
+	one := threadRead{key, epoch}
+	if v, ok := tx.Recall(one); ok {
+		// A read stands for one card: the card may write the Thread.
+		tx.Forget(one)
+		return v.(foundThread), nil
+	}
+	g := threadsAhead{epoch}
+	if v, ok := tx.Recall(g); ok && slices.Contains(v.([]string), key) {
+		keys := v.([]string)
+		tx.Forget(g)
+		query, args := threadsQuery(keys)
+		read, err := tx.Read(ctx, g, query, args, scanThreads)
+		if err != nil {
+			return foundThread{}, err
+		}
+		threads := read.(map[string]foundThread)
+		for _, k := range keys {
+			if k != key {
+				tx.Remember(threadRead{k, epoch}, threads[k])
+			}
+		}
+		return threads[key], nil
+	}
+	v, err := db.ReadNow(ctx, tx, threadQuery, []any{key, reviewParent(key)}, scanThreadWithFollowers)
+	if err != nil {
+		return foundThread{}, err
+	}
+	return v.(foundThread), nil
+}
+
+// threadsAhead is the key under which a transaction keeps, for an epoch,
+// the keys of the Threads read ahead and not read yet, and their read.
+type threadsAhead struct{ epoch int }
+
+// threadRead is the key of a Thread read with others, until its card
+// takes it.
+type threadRead struct {
 	key   string
 	epoch int
 }
@@ -436,18 +487,69 @@ func reviewParent(key string) string {
 	return parent
 }
 
+// threadColumnsOfTh are threadColumns of the Thread th, as
+// scanThreadWithFollowers and scanThreads read them before a follower.
+const threadColumnsOfTh = `th.id, th.source, th.key, th.repo, th.number, th.title, th.head_ref, th.bot_spoke, th.created_at, th.updated_at`
+
+// threadQuery reads one Thread with its live followers; a follower of
+// both the Thread and its pull request comes twice.
 const threadQuery = `
-SELECT th.id, th.source, th.key, th.repo, th.number, th.title, th.head_ref, th.bot_spoke, th.created_at, th.updated_at,
-    COALESCE(f.id, 0)
+SELECT ` + threadColumnsOfTh + `, COALESCE(f.id, 0)
 FROM threads th
 LEFT JOIN (
-    SELECT DISTINCT t.id FROM subscriptions s
+    SELECT t.id FROM subscriptions s
     JOIN tickets t ON t.id = s.ticket_id
     JOIN threads x ON x.id = s.thread_id
     WHERE (x.key = $1 OR x.key = $2) AND ` + live + `
 ) f ON TRUE
-WHERE th.key = $1
-ORDER BY f.id`
+WHERE th.key = $1`
+
+// threadsQuery is threadQuery for every key in keys at once.
+func threadsQuery(keys []string) (string, []any) {
+	var b strings.Builder
+	b.WriteString("\nWITH k (key, parent) AS (VALUES ")
+	args := make([]any, 0, 2*len(keys))
+	for i, key := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(CAST($%d AS TEXT), CAST($%d AS TEXT))", 2*i+1, 2*i+2)
+		args = append(args, key, reviewParent(key))
+	}
+	b.WriteString(`)
+SELECT ` + threadColumnsOfTh + `, COALESCE(t.id, 0)
+FROM k
+JOIN threads th ON th.key = k.key
+LEFT JOIN threads x ON x.key IN (k.key, k.parent)
+LEFT JOIN subscriptions s ON s.thread_id = x.id
+LEFT JOIN tickets t ON t.id = s.ticket_id AND ` + live)
+	return b.String(), args
+}
+
+// scanThreads reads threadsQuery's rows into each Thread found by key;
+// a key with no Thread is absent.
+func scanThreads(rows db.Rows) (any, error) {
+	threads := map[string]foundThread{}
+	for rows.Next() {
+		var t Thread
+		var follower int64
+		if err := rows.Scan(&t.ID, &t.Source, &t.Key, &t.Repo, &t.Number, &t.Title, &t.HeadRef, &t.BotSpoke, &t.CreatedAt, &t.UpdatedAt, &follower); err != nil {
+			return nil, err
+		}
+		found := threads[t.Key]
+		found.thread, found.ok = t, true
+		if follower != 0 {
+			found.followers = append(found.followers, follower)
+		}
+		threads[t.Key] = found
+	}
+	for key, found := range threads {
+		slices.Sort(found.followers)
+		found.followers = slices.Compact(found.followers)
+		threads[key] = found
+	}
+	return threads, nil
+}
 
 func scanThreadWithFollowers(rows db.Rows) (any, error) {
 	var found foundThread
@@ -462,6 +564,8 @@ func scanThreadWithFollowers(rows db.Rows) (any, error) {
 			found.followers = append(found.followers, follower)
 		}
 	}
+	slices.Sort(found.followers)
+	found.followers = slices.Compact(found.followers)
 	return found, nil
 }
 
