@@ -456,11 +456,12 @@ func readThread(ctx context.Context, tx *db.Tx, key string) (foundThread, error)
 		}
 		return threads[key], nil
 	}
-	v, err := db.ReadNow(ctx, tx, threadQuery, []any{key, reviewParent(key)}, scanThreadWithFollowers)
+	query, args := threadsQuery([]string{key})
+	v, err := db.ReadNow(ctx, tx, query, args, scanThreads)
 	if err != nil {
 		return foundThread{}, err
 	}
-	return v.(foundThread), nil
+	return v.(map[string]foundThread)[key], nil
 }
 
 // threadsAhead is the key under which a transaction keeps, for an epoch,
@@ -487,24 +488,9 @@ func reviewParent(key string) string {
 	return parent
 }
 
-// threadColumnsOfTh are threadColumns of the Thread th, as
-// scanThreadWithFollowers and scanThreads read them before a follower.
-const threadColumnsOfTh = `th.id, th.source, th.key, th.repo, th.number, th.title, th.head_ref, th.bot_spoke, th.created_at, th.updated_at`
-
-// threadQuery reads one Thread with its live followers; a follower of
-// both the Thread and its pull request comes twice.
-const threadQuery = `
-SELECT ` + threadColumnsOfTh + `, COALESCE(f.id, 0)
-FROM threads th
-LEFT JOIN (
-    SELECT t.id FROM subscriptions s
-    JOIN tickets t ON t.id = s.ticket_id
-    JOIN threads x ON x.id = s.thread_id
-    WHERE (x.key = $1 OR x.key = $2) AND ` + live + `
-) f ON TRUE
-WHERE th.key = $1`
-
-// threadsQuery is threadQuery for every key in keys at once.
+// threadsQuery reads the Threads with keys and their live followers, in
+// one statement: the Tickets following a Thread or, for a review thread,
+// its pull request. A Ticket following both comes twice (see scanThreads).
 func threadsQuery(keys []string) (string, []any) {
 	var b strings.Builder
 	b.WriteString("\nWITH k (key, parent) AS (VALUES ")
@@ -517,7 +503,8 @@ func threadsQuery(keys []string) (string, []any) {
 		args = append(args, key, reviewParent(key))
 	}
 	b.WriteString(`)
-SELECT ` + threadColumnsOfTh + `, COALESCE(t.id, 0)
+SELECT th.id, th.source, th.key, th.repo, th.number, th.title, th.head_ref, th.bot_spoke, th.created_at, th.updated_at,
+    COALESCE(t.id, 0)
 FROM k
 JOIN threads th ON th.key = k.key
 LEFT JOIN threads x ON x.key IN (k.key, k.parent)
@@ -526,8 +513,9 @@ LEFT JOIN tickets t ON t.id = s.ticket_id AND ` + live)
 	return b.String(), args
 }
 
-// scanThreads reads threadsQuery's rows into each Thread found by key;
-// a key with no Thread is absent.
+// scanThreads reads threadsQuery's rows into each Thread found by key,
+// its followers lowest id first and once each; a key with no Thread is
+// absent.
 func scanThreads(rows db.Rows) (any, error) {
 	threads := map[string]foundThread{}
 	for rows.Next() {
@@ -549,24 +537,6 @@ func scanThreads(rows db.Rows) (any, error) {
 		threads[key] = found
 	}
 	return threads, nil
-}
-
-func scanThreadWithFollowers(rows db.Rows) (any, error) {
-	var found foundThread
-	t := &found.thread
-	for rows.Next() {
-		var follower int64
-		if err := rows.Scan(&t.ID, &t.Source, &t.Key, &t.Repo, &t.Number, &t.Title, &t.HeadRef, &t.BotSpoke, &t.CreatedAt, &t.UpdatedAt, &follower); err != nil {
-			return nil, err
-		}
-		found.ok = true
-		if follower != 0 {
-			found.followers = append(found.followers, follower)
-		}
-	}
-	slices.Sort(found.followers)
-	found.followers = slices.Compact(found.followers)
-	return found, nil
 }
 
 // FollowUpNotice tells the main Session that a card reached a Ticket's
