@@ -110,13 +110,28 @@ func TestSandboxLimits(t *testing.T) {
 	})
 
 	t.Run("SingleFileStopsAtQuota", func(t *testing.T) {
+		// Removed even when an assertion fails, so that the next subtest
+		// does not start over quota.
+		t.Cleanup(func() { run(t, w, "rm -f big.bin") })
 		res := run(t, w, "dd if=/dev/zero of=big.bin bs=1M count=60; echo AFTER")
 		require.NotContains(t, res.Output, "60+0 records out")
 		size, err := os.Stat(filepath.Join(w.Dir(), "big.bin"))
 		require.NoError(t, err)
 		require.LessOrEqual(t, size.Size(), int64(10<<20))
+		// Whether or not the quota watcher caught the file at its limit
+		// before the command ended, the output names the file-size limit.
 		require.Contains(t, res.Output, "a file reached the size limit of 10 MiB")
-		run(t, w, "rm -f big.bin")
+	})
+
+	t.Run("SingleFileAtQuotaThenTheWatcher", func(t *testing.T) {
+		// The file stops at the size limit, and the command goes on long
+		// enough for the quota watcher to stop it too: both are said.
+		t.Cleanup(func() { run(t, w, "rm -f big.bin") })
+		res := run(t, w, "dd if=/dev/zero of=big.bin bs=1M count=60; sleep 5; echo AFTER")
+		require.True(t, res.OverQuota, res.Output)
+		require.NotContains(t, res.Output, "AFTER")
+		require.Contains(t, res.Output, "a file reached the size limit of 10 MiB")
+		require.Contains(t, res.Output, "stopped: the workspace passed its disk quota of 10 MiB")
 	})
 
 	t.Run("SparseFilesCountWhatTheyHold", func(t *testing.T) {

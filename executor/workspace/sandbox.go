@@ -350,6 +350,10 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 	case ctx.Err() != nil:
 		return res, fmt.Errorf("running command: %w", ctx.Err())
 	case st.overQuota > 0:
+		// What else the command ran into still explains it: a single file
+		// stopped at the size limit is usually what carried the workspace
+		// past its quota.
+		res.Output += limitNotes(w.m.cfg, res.ExitCode, res.Output, st.cgroup)
 		res.ExitCode = -1
 		res.Output += fmt.Sprintf("\n[stopped: the workspace passed its disk quota of %s (it held %s); delete files (build output, caches) before anything else — commits are refused until then]",
 			formatBytes(w.m.cfg.MaxBytes), formatBytes(st.overQuota))
