@@ -65,6 +65,8 @@ type DB struct {
 	// want one (goose, River's SQLite driver). On SQLite it is the only handle.
 	SQL *sql.DB
 
+	// turns serves SQLite's one connection in arrival order.
+	turns        *turnConnector
 	checkpointer *checkpointer
 	// statements counts what was sent to the database (Statements).
 	statements *atomic.Int64
@@ -219,8 +221,12 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening SQLite database %s: %w", path, err)
 	}
-	sqlDB := sql.OpenDB(connector)
-	sqlDB.SetMaxOpenConns(1)
+	// One SQLite connection, served to database/sql's callers in the order
+	// they ask (see turnConnector).
+	turns := newTurnConnector(connector)
+	sqlDB := sql.OpenDB(turns)
+	sqlDB.SetMaxOpenConns(turnViews)
+	sqlDB.SetMaxIdleConns(turnViews)
 	sqlDB.SetConnMaxIdleTime(0)
 	sqlDB.SetConnMaxLifetime(0)
 	if err := sqlDB.PingContext(ctx); err != nil {
@@ -232,7 +238,7 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
-	return &DB{dialect: SQLite, sqlite: sqlDB, SQL: sqlDB, checkpointer: cp, statements: sent}, nil
+	return &DB{dialect: SQLite, sqlite: sqlDB, SQL: sqlDB, turns: turns, checkpointer: cp, statements: sent}, nil
 }
 
 // Dialect reports which database family this is.
@@ -256,8 +262,11 @@ func (d *DB) Close() error {
 		d.pool.Close()
 		return err
 	}
+	// The service's connection first: a transaction still open keeps it
+	// until it ends, and the last checkpoint then waits for that end.
+	err := d.sqlite.Close()
 	d.checkpointer.stop()
-	return d.sqlite.Close()
+	return err
 }
 
 // Exec runs a statement and returns the number of rows it affected.
