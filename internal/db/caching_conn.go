@@ -137,7 +137,21 @@ func (c *cachingConn) acquire(ctx context.Context, query string) (*cachedStmt, e
 		c.lru.MoveToFront(el)
 		return cs, nil
 	}
-	s, err := c.inner.PrepareContext(ctx, query)
+	stmt, err := prepareSQLite(ctx, c.inner, query)
+	if err != nil {
+		return nil, err
+	}
+	cs := &cachedStmt{query: query, stmt: stmt, busy: true}
+	c.byQuery[query] = c.lru.PushFront(cs)
+	for c.lru.Len() > c.size {
+		c.evict(c.lru.Back())
+	}
+	return cs, nil
+}
+
+// prepareSQLite prepares query as a statement that runs with a context.
+func prepareSQLite(ctx context.Context, conn driver.ConnPrepareContext, query string) (sqliteStmt, error) {
+	s, err := conn.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -146,12 +160,7 @@ func (c *cachingConn) acquire(ctx context.Context, query string) (*cachedStmt, e
 		_ = s.Close()
 		return nil, fmt.Errorf("SQLite statement %T cannot run with a context", s)
 	}
-	cs := &cachedStmt{query: query, stmt: stmt, busy: true}
-	c.byQuery[query] = c.lru.PushFront(cs)
-	for c.lru.Len() > c.size {
-		c.evict(c.lru.Back())
-	}
-	return cs, nil
+	return stmt, nil
 }
 
 // evict removes el from the cache, finalizing its statement unless busy.

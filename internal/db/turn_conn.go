@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -248,14 +247,9 @@ func (c *turnConn) PrepareContext(ctx context.Context, query string) (driver.Stm
 	if err != nil {
 		return nil, err
 	}
-	s, err := conn.PrepareContext(ctx, query)
+	stmt, err := prepareSQLite(ctx, conn, query)
 	if err != nil {
 		return nil, err
-	}
-	stmt, ok := s.(sqliteStmt)
-	if !ok {
-		_ = s.Close()
-		return nil, fmt.Errorf("SQLite statement %T cannot run with a context", s)
 	}
 	return &turnStmt{sqliteStmt: stmt, view: c, on: conn}, nil
 }
