@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/hmac"
@@ -15,8 +16,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -44,7 +47,7 @@ const benchSecret = "bench-webhook-secret"
 // (or, when the card needs GitHub, its job) in one transaction, answer 202.
 // Workers are not running, so the figure is the acknowledgement path
 // GitHub waits on.
-func ingest(ctx context.Context, d *db.DB, n, concurrency int, prefix string) (result, error) {
+func ingest(ctx context.Context, d *db.DB, n, concurrency int, prefix string, inline bool) (result, error) {
 	q := queue.New(d, queue.Config{InsertOnly: true, ID: "bench-ingest"})
 	svc, err := webhooks.New(webhooks.Config{GitHub: webhooks.GitHubConfig{WebhookSecret: benchSecret, Slug: "superagent-bench"}}, d, q, nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -59,7 +62,7 @@ func ingest(ctx context.Context, d *db.DB, n, concurrency int, prefix string) (r
 	defer srv.Close()
 
 	statements := d.Statements()
-	res, err := post(ctx, srv.URL, prefix, n, concurrency, 1)
+	res, _, err := load(ctx, inline, srv.URL, prefix, n, concurrency, 1)
 	res.statements = d.Statements() - statements
 	return res, err
 }
@@ -75,7 +78,7 @@ func ingest(ctx context.Context, d *db.DB, n, concurrency int, prefix string) (r
 // debounce, and the batches behind it find it waiting). The rate counts a
 // delivery once it is acknowledged and processed; the latencies are the
 // acknowledgements'.
-func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, error) {
+func carded(ctx context.Context, d *db.DB, n, concurrency, issues int, inline bool) (result, error) {
 	// Whatever the earlier measurements left is not this one's work.
 	for _, stmt := range []string{"DELETE FROM river_job", "DELETE FROM follow_up_notices", "DELETE FROM cards", "DELETE FROM deliveries", "DELETE FROM github_permissions"} {
 		if _, err := d.Exec(ctx, stmt); err != nil {
@@ -115,8 +118,7 @@ func carded(ctx context.Context, d *db.DB, n, concurrency, issues int) (result, 
 	defer srv.Close()
 
 	statements := d.Statements()
-	begin := time.Now()
-	acks, err := post(ctx, srv.URL, fmt.Sprint("carded-", issues), n, concurrency, issues)
+	acks, begin, err := load(ctx, inline, srv.URL, fmt.Sprint("carded-", issues), n, concurrency, issues)
 	if err != nil {
 		return result{}, err
 	}
@@ -210,10 +212,29 @@ func post(ctx context.Context, url, prefix string, n, concurrency, issues int) (
 		mac.Write(body)
 		bodies[k], signatures[k] = body, "sha256="+hex.EncodeToString(mac.Sum(nil))
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency}}
-	defer client.CloseIdleConnections()
-
+	// One keep-alive connection per client, each request written and its
+	// response read in the client's own goroutine: http.Client's transport
+	// adds two goroutines and their hand-offs to every request, which on two
+	// cores are a share of the latency measured.
+	host := strings.TrimPrefix(url, "http://")
+	conns := make(chan *clientConn, concurrency)
+	defer func() {
+		close(conns)
+		for c := range conns {
+			_ = c.conn.Close()
+		}
+	}()
+	for range concurrency {
+		var dialer net.Dialer
+		conn, err := dialer.DialContext(ctx, "tcp", host)
+		if err != nil {
+			return result{}, err
+		}
+		conns <- &clientConn{conn: conn, r: bufio.NewReader(conn), w: bufio.NewWriter(conn)}
+	}
 	return measure(n, concurrency, func(i int) error {
+		c := <-conns
+		defer func() { conns <- c }()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/webhooks/github", bytes.NewReader(bodies[i%issues]))
 		if err != nil {
 			return err
@@ -223,7 +244,13 @@ func post(ctx context.Context, url, prefix string, n, concurrency, issues int) (
 		req.Header.Set("X-GitHub-Event", "issue_comment")
 		req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("%s-%08d", prefix, i))
 		req.Header.Set("X-Hub-Signature-256", signatures[i%issues])
-		resp, err := client.Do(req)
+		if err := req.Write(c.w); err != nil {
+			return err
+		}
+		if err := c.w.Flush(); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(c.r, req)
 		if err != nil {
 			return err
 		}
@@ -232,6 +259,16 @@ func post(ctx context.Context, url, prefix string, n, concurrency, issues int) (
 		if resp.StatusCode != http.StatusAccepted {
 			return fmt.Errorf("delivery %d answered %d", i, resp.StatusCode)
 		}
+		if resp.Close {
+			return fmt.Errorf("delivery %d: the service closed the connection", i)
+		}
 		return nil
 	})
+}
+
+// clientConn is one load-generating client's connection.
+type clientConn struct {
+	conn net.Conn
+	r    *bufio.Reader
+	w    *bufio.Writer
 }

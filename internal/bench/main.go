@@ -30,7 +30,22 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	rounds := flag.Int("rounds", 3, "rounds of every measurement; each figure is flanked by baselines of its own")
 	only := flag.String("db", "", "measure on this database only: sqlite or postgresql (default both)")
+	generator := flag.String("generator", "inline", "where the webhook deliveries are posted from: inline (this process) or process (a bench process of their own, so the load shares only the cores with the service, not its Go scheduler)")
+	generateFor := flag.String("generate", "", "(used by the bench itself) be the load generator: post to this URL and report")
+	prefix := flag.String("prefix", "", "(with -generate) the delivery ids' prefix")
+	issues := flag.Int("issues", 1, "(with -generate) how many issues the deliveries spread over")
 	flag.Parse()
+	if *generateFor != "" {
+		if err := generate(*generateFor, *prefix, *n, *concurrency, *issues); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *generator != "process" && *generator != "inline" {
+		fmt.Fprintf(os.Stderr, "bench: -generator %q: want process or inline\n", *generator)
+		os.Exit(2)
+	}
 	if *rounds < 1 || *n < 1 || *concurrency < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -n, -c and -rounds must be at least 1")
 		os.Exit(2)
@@ -49,14 +64,14 @@ func main() {
 	}
 	// As cmd/superagent runs the service (the load generator shares it).
 	gcfloor.Keep(gcfloor.DefaultFloor)
-	if err := run(context.Background(), *n, *concurrency, *rounds, *only); err != nil {
+	if err := run(context.Background(), *n, *concurrency, *rounds, *only, *generator == "inline"); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1) //nolint:gocritic // the profile was stopped just above
 	}
 }
 
-func run(ctx context.Context, n, concurrency, rounds int, only string) error {
+func run(ctx context.Context, n, concurrency, rounds int, only string, inline bool) error {
 	targets, err := openTargets(ctx, only)
 	if err != nil {
 		return err
@@ -69,10 +84,15 @@ func run(ctx context.Context, n, concurrency, rounds int, only string) error {
 	fmt.Printf("superagent benchmarks: %d operations per measurement, concurrency %d, %d rounds\n", n, concurrency, rounds)
 	fmt.Println("River's insert is measured before every figure and after it, and each ratio is to the mean of")
 	fmt.Println("the two, so a baseline that drifts while a round runs moves both sides of its ratio.")
+	if inline {
+		fmt.Println("Webhook deliveries are posted from this process (-generator inline).")
+	} else {
+		fmt.Println("Webhook deliveries are posted by a bench process of their own (-generator process).")
+	}
 	fmt.Println()
 	for _, t := range targets {
 		fmt.Printf("== %s\n", t.name)
-		if err := measureTarget(ctx, t, n, concurrency, rounds); err != nil {
+		if err := measureTarget(ctx, t, n, concurrency, rounds, inline); err != nil {
 			return err
 		}
 		fmt.Println()
@@ -96,13 +116,13 @@ type figure struct {
 
 // measureTarget runs the rounds on one database and prints each round's
 // figures, then their medians and ranges.
-func measureTarget(ctx context.Context, t target, n, concurrency, rounds int) error {
+func measureTarget(ctx context.Context, t target, n, concurrency, rounds int, inline bool) error {
 	cardedOn := func(issues int) func(int) (result, error) {
-		return func(int) (result, error) { return carded(ctx, t.db, n, concurrency, issues) }
+		return func(int) (result, error) { return carded(ctx, t.db, n, concurrency, issues, inline) }
 	}
 	figures := []*figure{
 		{name: "GitHub webhook ingestion (acknowledged, workers off)", goal: 60, tail: 4, run: func(round int) (result, error) {
-			return ingest(ctx, t.db, n, concurrency, fmt.Sprint("bench-", round))
+			return ingest(ctx, t.db, n, concurrency, fmt.Sprint("bench-", round), inline)
 		}},
 		{name: "Acknowledged and carded, workers on, 1 issue", goal: t.servedGoal, tail: 3, run: cardedOn(1)},
 		{name: "Acknowledged and carded, workers on, 50 issues", goal: t.servedGoal, tail: 3, run: cardedOn(50)},
