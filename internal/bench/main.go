@@ -62,7 +62,8 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	// As cmd/superagent runs the service (the load generator shares it).
+	// As cmd/superagent runs the service (which the load generator shares
+	// unless -generator process).
 	gcfloor.Keep(gcfloor.DefaultFloor)
 	if err := run(context.Background(), *n, *concurrency, *rounds, *only, *generator == "inline"); err != nil {
 		pprof.StopCPUProfile()
