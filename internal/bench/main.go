@@ -73,6 +73,9 @@ func main() {
 }
 
 func run(ctx context.Context, n, concurrency, rounds int, only string, inline bool) error {
+	// First, while nothing else of the bench runs: the stalls no code in
+	// this process can avoid, which the figures' tails stand on.
+	machine := measureHiccups(3 * time.Second)
 	targets, err := openTargets(ctx, only)
 	if err != nil {
 		return err
@@ -90,6 +93,7 @@ func run(ctx context.Context, n, concurrency, rounds int, only string, inline bo
 	} else {
 		fmt.Println("Webhook deliveries are posted by a bench process of their own (-generator process).")
 	}
+	fmt.Printf("The machine itself: %s.\n", machine)
 	fmt.Println()
 	for _, t := range targets {
 		fmt.Printf("== %s\n", t.name)
