@@ -29,6 +29,7 @@ lint: ## vet and golangci-lint
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
 
 bench: ## measured figures, with ratios against baselines taken in the same run
+	@command -v bwrap >/dev/null 2>&1 || echo "make bench: bubblewrap is not installed, so the sandbox's benchmarks and the lone request's figure are skipped (apt-get install bubblewrap slirp4netns)"
 	$(GO) run ./internal/bench
 	$(GO) test -run '^$$' -bench 'BenchmarkActionOf|BenchmarkParseGitHub' -benchmem ./webhooks
 	$(GO) test -run '^$$' -bench 'BenchmarkPack' -benchmem ./internal/bodycodec
@@ -44,9 +45,10 @@ bench-scale: ## serve and two workers on PostgreSQL run 200 Tickets (sandbox on)
 	@export SUPERAGENT_SCALE_TICKETS=$${SUPERAGENT_SCALE_TICKETS:-200}; $(call figures,-timeout 60m -run 'TestScaleOut' ./cmd/superagent,Tickets|per process)
 
 # figures runs `go test -v` with the given arguments and prints the lines
-# that name the figure (and the end of the output if the test failed).
+# that name the figure, any test skipped, and the end of the output if the
+# test failed.
 figures = out=$$($(GO) test -count=1 -v $(1) 2>&1); status=$$?; \
-	echo "$$out" | grep -E "^=== RUN|$(2)"; \
+	echo "$$out" | grep -E "^=== RUN|^ *--- SKIP|$(2)"; \
 	[ $$status -eq 0 ] || { echo "$$out" | tail -40; exit $$status; }
 
 # The suites whose tests talk to the fakes (internal/testkit), which hold
