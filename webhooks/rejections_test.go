@@ -1,0 +1,96 @@
+package webhooks_test
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/queue"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
+	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	"github.com/superagent-dev/superagent/webhooks"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) lines(substr string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for line := range strings.Lines(l.b.String()) {
+		if strings.Contains(line, substr) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// A wrong webhook secret refuses every delivery: the log says so once a
+// minute per endpoint, naming the setting and counting what it refused.
+func TestRefusedSignaturesAreLoggedOnceAMinute(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		var mu sync.Mutex
+		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		var log lockedBuffer
+		q := queue.New(d, queue.Config{InsertOnly: true})
+		svc, err := webhooks.New(webhooks.Config{GitHub: webhooks.GitHubConfig{WebhookSecret: secret}, Now: clock},
+			d, q, nil, nil, slog.New(slog.NewJSONHandler(&log, nil)))
+		require.NoError(t, err)
+		require.NoError(t, q.Init())
+		r := chi.NewRouter()
+		svc.Routes(r)
+		srv := httptest.NewServer(r)
+		t.Cleanup(srv.Close)
+
+		body := []byte(`{"zen": "Keep it logically awesome.", "hook_id": 1}`)
+		post := func(sign string) {
+			req, err := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/github", bytes.NewReader(body))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-GitHub-Event", "ping")
+			req.Header.Set("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958")
+			req.Header.Set("X-Hub-Signature-256", fakegithub.SignWebhook(sign, body))
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		}
+		for range 5 {
+			post("the secret GitHub has")
+		}
+		warned := log.lines(`"msg":"webhook request refused; check SUPERAGENT_GITHUB_WEBHOOK_SECRET"`)
+		require.Len(t, warned, 1, "one line for five refusals within the minute")
+		require.Contains(t, warned[0], `"level":"WARN"`)
+		require.Contains(t, warned[0], `"endpoint":"/webhooks/github"`)
+		require.Contains(t, warned[0], `"refused":1`)
+		require.NotContains(t, warned[0], "the secret GitHub has")
+
+		mu.Lock()
+		now = now.Add(61 * time.Second)
+		mu.Unlock()
+		post("the secret GitHub has")
+		warned = log.lines(`"msg":"webhook request refused; check SUPERAGENT_GITHUB_WEBHOOK_SECRET"`)
+		require.Len(t, warned, 2, "a minute later, the next line")
+		require.Contains(t, warned[1], `"refused":5`, "it counts the four kept quiet and itself")
+	})
+}
