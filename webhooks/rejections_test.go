@@ -15,8 +15,8 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/queue"
-	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	"github.com/superagent-dev/superagent/webhooks"
 )
 

@@ -28,7 +28,9 @@ type chore struct {
 
 func (chore) Kind() string { return "test_chore" }
 
-func (chore) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue.Maintenance, MaxAttempts: 2} }
+func (chore) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queue.Maintenance, MaxAttempts: 2}
+}
 
 // turn is a job of a role's queue, which a process without its worker
 // never fetches.
