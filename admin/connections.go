@@ -72,7 +72,7 @@ func modelSeen(ctx context.Context, q db.Querier, c *connectionView) error {
 	if !c.Configured {
 		// This process has no model: the roles' jobs wait for a process
 		// that has one, if any runs.
-		n, err := waitingRoleJobs(ctx, q)
+		n, err := queue.WaitingForRoles(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -97,18 +97,6 @@ func modelSeen(ctx context.Context, q db.Querier, c *connectionView) error {
 		}
 	}
 	return nil
-}
-
-// waitingRoleJobs counts the jobs waiting in the queues only a process
-// with a model works.
-func waitingRoleJobs(ctx context.Context, q db.Querier) (int, error) {
-	var n int
-	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM river_job WHERE queue IN ($1, $2, $3)
-AND state IN ('available', 'scheduled', 'retryable', 'pending')`, queue.Roles[0], queue.Roles[1], queue.Roles[2]).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("counting the jobs waiting for a model: %w", err)
-	}
-	return n, nil
 }
 
 // seen reads, for each kind, the latest success and failure the database

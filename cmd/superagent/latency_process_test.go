@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -114,8 +115,8 @@ func TestLoneRequestLatency(t *testing.T) {
 				durations(took), median(took), slices.Max(took).Round(time.Millisecond), durations(first))
 		}
 		measure("quiet machine")
-		stop := hogCPU()
-		measure("busy machine (a spinning thread per core beside it)")
+		stop := hogCPU(t)
+		measure("busy machine (a spinning process per core beside it)")
 		stop()
 		code, _ := p.stop(shutdownWithin)
 		require.Equal(t, 0, code)
@@ -138,28 +139,28 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2].Round(time.Millisecond)
 }
 
-// hogCPU keeps every core busy with a spinning thread of the test
-// process, at the scheduler's normal priority, until the returned
-// function is called.
-func hogCPU() func() {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
+// hogCPU keeps every core busy with a spinning process beside the test
+// (a shell loop per core, at the scheduler's normal priority) until the
+// returned function ends them. Processes, not goroutines: spinning in the
+// test process would starve its own fakes of GitHub and the model, and
+// measure that instead.
+func hogCPU(t *testing.T) func() {
+	t.Helper()
+	var hogs []*exec.Cmd
 	for range runtime.NumCPU() {
-		wg.Go(func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			x := 0
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				for range 1 << 16 {
-					x++
-				}
+		c := exec.Command("sh", "-c", "while :; do :; done")
+		require.NoError(t, c.Start())
+		hogs = append(hogs, c)
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			for _, c := range hogs {
+				_ = c.Process.Kill()
+				_ = c.Wait()
 			}
 		})
 	}
-	return func() { close(done); wg.Wait() }
+	t.Cleanup(stop)
+	return stop
 }

@@ -47,6 +47,18 @@ const (
 // while no such process runs.
 var Roles = []string{Routing, Execution, Upkeep}
 
+// WaitingForRoles counts the jobs waiting in the Roles queues: what waits
+// for a process with a model.
+func WaitingForRoles(ctx context.Context, q db.Querier) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM river_job WHERE queue IN ($1, $2, $3)
+AND state IN ('available', 'scheduled', 'retryable', 'pending')`, Routing, Execution, Upkeep).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting the jobs waiting for a process with a model: %w", err)
+	}
+	return n, nil
+}
+
 // Config tunes the client. The zero value is the documented default.
 type Config struct {
 	// ID names this process in River's job rows. Default: host name and pid.
