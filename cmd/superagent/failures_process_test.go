@@ -97,7 +97,7 @@ func TestFailuresAreSeenWhereOperatorsLook(t *testing.T) {
 		p.waitLog(`"msg":"model request failed"`, 30*time.Second)
 		failed := linesWith(p.stderr.String(), `"msg":"model request failed"`)
 		require.Len(t, failed, 1, "one line while it keeps failing, not one per retry")
-		for _, want := range []string{`"level":"WARN"`, `"role":"main"`, `"model":"router-model"`, `"kind":"route_turn"`, `"attempt":1`, `"cards":[`, "503"} {
+		for _, want := range []string{`"level":"WARN"`, `"role":"main"`, `"model":"router-model"`, `"kind":"route_turn"`, `"attempt":1`, `"cards":"[`, "503"} {
 			require.Contains(t, failed[0], want)
 		}
 
@@ -136,12 +136,12 @@ func TestFailuresAreSeenWhereOperatorsLook(t *testing.T) {
 		require.Equal(t, "router-model", cards[0].HeldUp.Model)
 		require.False(t, cards[0].HeldUp.Since.IsZero())
 		require.Contains(t, cards[0].HeldUp.Error, "503")
-		require.Contains(t, failed[0], fmt.Sprintf(`"cards":[%d]`, cards[0].ID))
+		require.Contains(t, failed[0], fmt.Sprintf(`"cards":"[%d]"`, cards[0].ID))
 
 		page := panelPage(t, base, token, "/admin/")
 		require.Contains(t, page, "failing since")
 		require.Contains(t, page, "held up")
-		require.Contains(t, page, "the main Session&#39;s model router-model has been failing since")
+		require.Contains(t, page, "the main Session's model router-model has been failing since")
 		require.NotContains(t, page, "waiting</span> <span class=\"muted\">for the main Session")
 
 		// The model answers again: the card is routed, and the Ticket's
