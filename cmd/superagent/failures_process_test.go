@@ -193,3 +193,50 @@ func panelPage(t *testing.T, base, token, path string) string {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", page)
 	return string(page)
 }
+
+// TestShutdownEndsABackoffAtOnce: a turn whose model asks it to wait a
+// minute before trying again is sleeping when SIGTERM comes; the stop
+// ends the sleep at once and puts the turn back to run again, rather than
+// waiting for the shutdown deadline and cancelling it.
+func TestShutdownEndsABackoffAtOnce(t *testing.T) {
+	t.Parallel()
+	needSandbox(t)
+	databases(t, func(t *testing.T, dbURL string) {
+		gh := fakegithub.New(t)
+		gh.AddRepo(t, helloRepo, "main", map[string]string{"README.md": "# Hello World\n"})
+		gh.SetPermission(helloRepo, "Codertocat", "write")
+		model := fakeopenai.New(t)
+		model.Fallback(fakeopenai.Status(http.StatusTooManyRequests, "60"))
+		const secret = "backoff-webhook-secret"
+		p := start(t, "serve", map[string]string{
+			"SUPERAGENT_ADDR":                  freeAddr(t),
+			"SUPERAGENT_DATA_DIR":              t.TempDir(),
+			"SUPERAGENT_DATABASE_URL":          dbURL,
+			"SUPERAGENT_ADMIN_TOKEN":           "backoff-admin-token-0123456789",
+			"SUPERAGENT_GITHUB_APP_ID":         fmt.Sprint(gh.AppID),
+			"SUPERAGENT_GITHUB_PRIVATE_KEY":    string(gh.PrivateKey()),
+			"SUPERAGENT_GITHUB_API_URL":        gh.URL,
+			"SUPERAGENT_GITHUB_WEBHOOK_SECRET": secret,
+			"SUPERAGENT_MODEL_BASE_URL":        model.URL(),
+			"SUPERAGENT_MODEL":                 "executor-model",
+			"SUPERAGENT_ROUTER_MODEL":          "router-model",
+		}, "serve")
+		p.waitHTTP("/readyz", 30*time.Second)
+		installApp(t, p, secret, "backoff-install", dbURL)
+		deliverGitHub(t, p, secret, "issue_comment", "backoff-request", commentPayload(t, "@superagent please fix the typo in the README"))
+		// The first refusal: the turn now sleeps the minute the model
+		// asked for.
+		p.waitLog(`"msg":"model request failed"`, 30*time.Second)
+
+		code, took := p.stop(shutdownWithin)
+		require.Equal(t, 0, code)
+		t.Logf("stopped %s after SIGTERM, with the turn in a 60 s backoff (the shutdown deadline is 30 s)", took.Round(time.Millisecond))
+		log := p.stderr.String()
+		require.Contains(t, log, "job interrupted by the shutdown while waiting to try again")
+		require.NotContains(t, log, "jobs still running at shutdown deadline", "the stop did not wait for the deadline")
+		var state string
+		require.NoError(t, openDB(t, dbURL).QueryRow(context.Background(),
+			"SELECT state FROM river_job WHERE kind = 'route_turn' ORDER BY id DESC LIMIT 1").Scan(&state))
+		require.Equal(t, "available", state, "the turn runs again after the restart")
+	})
+}
