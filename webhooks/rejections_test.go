@@ -14,8 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	"github.com/superagent-dev/superagent/webhooks"
 )
@@ -92,5 +94,38 @@ func TestRefusedSignaturesAreLoggedOnceAMinute(t *testing.T) {
 		warned = log.lines(`"msg":"webhook request refused; check SUPERAGENT_GITHUB_WEBHOOK_SECRET"`)
 		require.Len(t, warned, 2, "a minute later, the next line")
 		require.Contains(t, warned[1], `"refused":5`, "it counts the four kept quiet and itself")
+	})
+}
+
+// Feishu events signed with another Encrypt Key: one line naming the
+// setting, for the endpoint's minute.
+func TestRefusedFeishuEventsNameTheEncryptKey(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		fake := fakefeishu.New(t)
+		fs, err := feishu.New(feishu.Config{AppID: fakefeishu.AppID, AppSecret: "secret", BaseURL: fake.URL}, nil, nil)
+		require.NoError(t, err)
+		var log lockedBuffer
+		q := queue.New(d, queue.Config{InsertOnly: true})
+		svc, err := webhooks.New(webhooks.Config{Feishu: webhooks.FeishuConfig{Verifier: feishu.VerifierConfig{VerificationToken: larkToken, EncryptKey: larkEncryptKey}}},
+			d, q, nil, fs, slog.New(slog.NewJSONHandler(&log, nil)))
+		require.NoError(t, err)
+		require.NoError(t, q.Init())
+		r := chi.NewRouter()
+		svc.Routes(r)
+		srv := httptest.NewServer(r)
+		t.Cleanup(srv.Close)
+
+		plain := larkFixture(t, "im.message.receive_v1.p2p.json")
+		for range 2 {
+			resp, err := http.DefaultClient.Do(fakefeishu.EventRequest(t, srv.URL+"/webhooks/feishu", "the key in the Feishu console", plain, time.Now()))
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		}
+		warned := log.lines(`"msg":"webhook request refused; check SUPERAGENT_FEISHU_ENCRYPT_KEY"`)
+		require.Len(t, warned, 1)
+		require.Contains(t, warned[0], `"endpoint":"/webhooks/feishu"`)
+		require.NotContains(t, warned[0], "the key in the Feishu console")
 	})
 }
