@@ -38,7 +38,14 @@ func TestLoneRequestLatency(t *testing.T) {
 			if req.Model == "router-model" {
 				return router(req)
 			}
-			return fakeopenai.Text("Nothing to do.")
+			// The Executor reports once, which the main Session reads in a
+			// turn of its own, and ends.
+			for _, m := range req.Messages {
+				if m.Role == "tool" {
+					return fakeopenai.Text("Nothing else to do.")
+				}
+			}
+			return fakeopenai.Calls(fakeopenai.Call("", "report", `{"state":"progress","summary":"Read the README; the typo is not in this copy."}`))
 		}))
 		const secret = "latency-webhook-secret"
 		p := start(t, "serve", map[string]string{
