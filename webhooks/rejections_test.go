@@ -58,11 +58,7 @@ func TestRefusedSignaturesAreLoggedOnceAMinute(t *testing.T) {
 		svc, err := webhooks.New(webhooks.Config{GitHub: webhooks.GitHubConfig{WebhookSecret: secret}, Now: clock},
 			d, q, nil, nil, slog.New(slog.NewJSONHandler(&log, nil)))
 		require.NoError(t, err)
-		require.NoError(t, q.Init())
-		r := chi.NewRouter()
-		svc.Routes(r)
-		srv := httptest.NewServer(r)
-		t.Cleanup(srv.Close)
+		srv := serveWebhooks(t, q, svc)
 
 		body := []byte(`{"zen": "Keep it logically awesome.", "hook_id": 1}`)
 		post := func(sign string) {
@@ -110,11 +106,7 @@ func TestRefusedFeishuEventsNameTheEncryptKey(t *testing.T) {
 		svc, err := webhooks.New(webhooks.Config{Feishu: webhooks.FeishuConfig{Verifier: feishu.VerifierConfig{VerificationToken: larkToken, EncryptKey: larkEncryptKey}}},
 			d, q, nil, fs, slog.New(slog.NewJSONHandler(&log, nil)))
 		require.NoError(t, err)
-		require.NoError(t, q.Init())
-		r := chi.NewRouter()
-		svc.Routes(r)
-		srv := httptest.NewServer(r)
-		t.Cleanup(srv.Close)
+		srv := serveWebhooks(t, q, svc)
 
 		plain := larkFixture(t, "im.message.receive_v1.p2p.json")
 		for range 2 {
@@ -128,4 +120,15 @@ func TestRefusedFeishuEventsNameTheEncryptKey(t *testing.T) {
 		require.Contains(t, warned[0], `"endpoint":"/webhooks/feishu"`)
 		require.NotContains(t, warned[0], "the key in the Feishu console")
 	})
+}
+
+// serveWebhooks readies q and serves svc's endpoints.
+func serveWebhooks(t *testing.T, q *queue.Queue, svc *webhooks.Service) *httptest.Server {
+	t.Helper()
+	require.NoError(t, q.Init())
+	r := chi.NewRouter()
+	svc.Routes(r)
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return srv
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -28,9 +29,6 @@ func TestFailuresAreSeenWhereOperatorsLook(t *testing.T) {
 	t.Parallel()
 	needSandbox(t)
 	databases(t, func(t *testing.T, dbURL string) {
-		gh := fakegithub.New(t)
-		gh.AddRepo(t, helloRepo, "main", map[string]string{"README.md": "# Hello World\n"})
-		gh.SetPermission(helloRepo, "Codertocat", "write")
 		var refuse atomic.Bool
 		refuse.Store(true)
 		model := fakeopenai.New(t)
@@ -49,23 +47,11 @@ func TestFailuresAreSeenWhereOperatorsLook(t *testing.T) {
 			token  = "failures-admin-token-0123456789"
 			apiKey = "sk-test-failures-key-0001"
 		)
-		p := start(t, "serve", map[string]string{
-			"SUPERAGENT_ADDR":                  freeAddr(t),
-			"SUPERAGENT_DATA_DIR":              t.TempDir(),
-			"SUPERAGENT_DATABASE_URL":          dbURL,
-			"SUPERAGENT_ADMIN_TOKEN":           token,
-			"SUPERAGENT_GITHUB_APP_ID":         fmt.Sprint(gh.AppID),
-			"SUPERAGENT_GITHUB_PRIVATE_KEY":    string(gh.PrivateKey()),
-			"SUPERAGENT_GITHUB_API_URL":        gh.URL,
-			"SUPERAGENT_GITHUB_WEBHOOK_SECRET": secret,
-			"SUPERAGENT_MODEL_BASE_URL":        model.URL(),
-			"SUPERAGENT_MODEL_API_KEY":         apiKey,
-			"SUPERAGENT_MODEL":                 "executor-model",
-			"SUPERAGENT_ROUTER_MODEL":          "router-model",
-			"SUPERAGENT_ROUTING_DEBOUNCE":      "100ms",
-		}, "serve")
-		p.waitHTTP("/readyz", 30*time.Second)
-		installApp(t, p, secret, "failures-install", dbURL)
+		p := serveHelloWorld(t, dbURL, model, secret, map[string]string{
+			"SUPERAGENT_ADMIN_TOKEN":      token,
+			"SUPERAGENT_MODEL_API_KEY":    apiKey,
+			"SUPERAGENT_ROUTING_DEBOUNCE": "100ms",
+		})
 		base := "http://" + p.addr
 
 		// A bad signature, again and again: one WARN line, naming the
@@ -202,27 +188,10 @@ func TestShutdownEndsABackoffAtOnce(t *testing.T) {
 	t.Parallel()
 	needSandbox(t)
 	databases(t, func(t *testing.T, dbURL string) {
-		gh := fakegithub.New(t)
-		gh.AddRepo(t, helloRepo, "main", map[string]string{"README.md": "# Hello World\n"})
-		gh.SetPermission(helloRepo, "Codertocat", "write")
 		model := fakeopenai.New(t)
 		model.Fallback(fakeopenai.Status(http.StatusTooManyRequests, "60"))
 		const secret = "backoff-webhook-secret"
-		p := start(t, "serve", map[string]string{
-			"SUPERAGENT_ADDR":                  freeAddr(t),
-			"SUPERAGENT_DATA_DIR":              t.TempDir(),
-			"SUPERAGENT_DATABASE_URL":          dbURL,
-			"SUPERAGENT_ADMIN_TOKEN":           "backoff-admin-token-0123456789",
-			"SUPERAGENT_GITHUB_APP_ID":         fmt.Sprint(gh.AppID),
-			"SUPERAGENT_GITHUB_PRIVATE_KEY":    string(gh.PrivateKey()),
-			"SUPERAGENT_GITHUB_API_URL":        gh.URL,
-			"SUPERAGENT_GITHUB_WEBHOOK_SECRET": secret,
-			"SUPERAGENT_MODEL_BASE_URL":        model.URL(),
-			"SUPERAGENT_MODEL":                 "executor-model",
-			"SUPERAGENT_ROUTER_MODEL":          "router-model",
-		}, "serve")
-		p.waitHTTP("/readyz", 30*time.Second)
-		installApp(t, p, secret, "backoff-install", dbURL)
+		p := serveHelloWorld(t, dbURL, model, secret, nil)
 		deliverGitHub(t, p, secret, "issue_comment", "backoff-request", commentPayload(t, "@superagent please fix the typo in the README"))
 		// The first refusal: the turn now sleeps the minute the model
 		// asked for.
@@ -239,4 +208,32 @@ func TestShutdownEndsABackoffAtOnce(t *testing.T) {
 			"SELECT state FROM river_job WHERE kind = 'route_turn' ORDER BY id DESC LIMIT 1").Scan(&state))
 		require.Equal(t, "available", state, "the turn runs again after the restart")
 	})
+}
+
+// serveHelloWorld starts serve on dbURL with the App installed on
+// helloRepo (Codertocat may write there), the router and Executor models
+// of model, and env's settings besides; it returns once the installation
+// is recorded.
+func serveHelloWorld(t *testing.T, dbURL string, model *fakeopenai.Server, secret string, env map[string]string) *proc {
+	t.Helper()
+	gh := fakegithub.New(t)
+	gh.AddRepo(t, helloRepo, "main", map[string]string{"README.md": "# Hello World\n"})
+	gh.SetPermission(helloRepo, "Codertocat", "write")
+	settings := map[string]string{
+		"SUPERAGENT_ADDR":                  freeAddr(t),
+		"SUPERAGENT_DATA_DIR":              t.TempDir(),
+		"SUPERAGENT_DATABASE_URL":          dbURL,
+		"SUPERAGENT_GITHUB_APP_ID":         fmt.Sprint(gh.AppID),
+		"SUPERAGENT_GITHUB_PRIVATE_KEY":    string(gh.PrivateKey()),
+		"SUPERAGENT_GITHUB_API_URL":        gh.URL,
+		"SUPERAGENT_GITHUB_WEBHOOK_SECRET": secret,
+		"SUPERAGENT_MODEL_BASE_URL":        model.URL(),
+		"SUPERAGENT_MODEL":                 "executor-model",
+		"SUPERAGENT_ROUTER_MODEL":          "router-model",
+	}
+	maps.Copy(settings, env)
+	p := start(t, "serve", settings, "serve")
+	p.waitHTTP("/readyz", 30*time.Second)
+	installApp(t, p, secret, "install-"+secret, dbURL)
+	return p
 }
