@@ -9,8 +9,10 @@
 //
 // Pages are server-rendered (html/template over an embedded file system) and
 // work without JavaScript; a small script only adds conveniences. People sign
-// in with the admin token and get a session cookie whose id is stored hashed
-// and revoked on sign-out. Every form carries a per-session CSRF token, and
+// in with the admin token or GitHub and get a session cookie whose id is
+// stored hashed and revoked on sign-out; the session lasts only while what
+// granted it holds (the same token, the login's role), checked on every
+// request, and ends after two idle hours or eight in all. Every form carries a per-session CSRF token, and
 // the same cookie authenticates the JSON API through Authenticator, which
 // requires the token in a header for anything but reads.
 //
@@ -29,6 +31,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -47,18 +50,18 @@ import (
 //go:embed templates static
 var assets embed.FS
 
-// DefaultSessionTTL is how long a panel session lasts when Config sets no
-// SessionTTL.
-const DefaultSessionTTL = 12 * time.Hour
-
 // Config tunes the panel. The zero value is the documented default, except
 // that without a Token nobody can sign in.
 type Config struct {
 	// Token is the admin token people sign in with. Empty: sign-in is
 	// refused.
 	Token string
-	// SessionTTL is how long a sign-in lasts. Default DefaultSessionTTL.
+	// SessionTTL is the most a sign-in lasts, however busy. Default
+	// DefaultSessionTTL.
 	SessionTTL time.Duration
+	// SessionIdle ends a session unused this long. Default
+	// DefaultSessionIdle.
+	SessionIdle time.Duration
 	// SecureCookie marks the session cookie Secure on every response, for a
 	// deployment behind a TLS-terminating proxy. Default: Secure only when
 	// the request itself arrived over TLS.
@@ -139,6 +142,8 @@ type Admin struct {
 	pages    *renderer
 	static   fs.FS
 	streams  *streams
+	// mark is the admin token's fingerprint (tokenMark), worked out once.
+	mark func() string
 }
 
 // New returns the panel over d and prompts.
@@ -148,6 +153,9 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -172,7 +180,8 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 	if err != nil {
 		return nil, fmt.Errorf("creating admin panel: %w", err)
 	}
-	return &Admin{cfg: cfg, db: d, prompts: prompts, deps: deps, pages: pages, static: static, streams: newStreams(cfg.MaxStreams)}, nil
+	return &Admin{cfg: cfg, db: d, prompts: prompts, deps: deps, pages: pages, static: static, streams: newStreams(cfg.MaxStreams),
+		mark: sync.OnceValue(func() string { return tokenMark(cfg.Token) })}, nil
 }
 
 // Routes mounts the panel under /admin on r (main gives the root router):

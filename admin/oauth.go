@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -163,19 +162,13 @@ func (a *Admin) finishSignIn(w http.ResponseWriter, r *http.Request, login, next
 	if err != nil {
 		return err
 	}
-	listed := slices.ContainsFunc(a.cfg.AdminGitHubLogins, func(l string) bool { return strings.EqualFold(l, login) })
-	who := panelSession{Actor: "@" + login, Role: people.RoleMember}
-	switch {
-	case ok:
-		who.Actor, who.PersonID, who.Role = p.Name+" (@"+login+")", p.ID, p.Role
-		if listed {
-			who.Role = people.RoleAdmin
-		}
-	case listed:
-		who.Role = people.RoleAdmin
-	default:
+	who := panelSession{Actor: "@" + login, Role: a.loginRole(login, ok, p.Role), Grant: grantGitHub, Login: login}
+	if who.Role == "" {
 		a.cfg.Logger.Info("panel sign-in refused", "login", login, "reason", "no person holds the login")
 		return httpserver.Errorf(http.StatusForbidden, "The GitHub account @%s is not linked to anyone on this team. Ask an admin to add it on the People page; nothing was changed.", login)
+	}
+	if ok {
+		who.Actor, who.PersonID = p.Name+" (@"+login+")", p.ID
 	}
 	return a.startSession(w, r, who, "github", next)
 }
