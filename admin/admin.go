@@ -72,6 +72,9 @@ type Config struct {
 	// MaxStreams bounds the live Ticket pages streaming at once; more are
 	// refused with 503 and update on reload. Default DefaultMaxStreams.
 	MaxStreams int
+	// MaxStreamsPerSession bounds those one session holds; more are
+	// refused with 429. Default DefaultMaxStreamsPerSession.
+	MaxStreamsPerSession int
 	// StreamPoll is how often a live stream reads the database. Default
 	// DefaultStreamPoll.
 	StreamPoll time.Duration
@@ -169,6 +172,9 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 	if cfg.MaxStreams <= 0 {
 		cfg.MaxStreams = DefaultMaxStreams
 	}
+	if cfg.MaxStreamsPerSession <= 0 {
+		cfg.MaxStreamsPerSession = DefaultMaxStreamsPerSession
+	}
 	if cfg.StreamPoll <= 0 {
 		cfg.StreamPoll = DefaultStreamPoll
 	}
@@ -180,7 +186,7 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 	if err != nil {
 		return nil, fmt.Errorf("creating admin panel: %w", err)
 	}
-	return &Admin{cfg: cfg, db: d, prompts: prompts, deps: deps, pages: pages, static: static, streams: newStreams(cfg.MaxStreams),
+	return &Admin{cfg: cfg, db: d, prompts: prompts, deps: deps, pages: pages, static: static, streams: newStreams(cfg.MaxStreams, cfg.MaxStreamsPerSession),
 		mark: sync.OnceValue(func() string { return tokenMark(cfg.Token) })}, nil
 }
 

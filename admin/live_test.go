@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +160,64 @@ func TestTicketEventsStreamFromTheDatabase(t *testing.T) {
 		require.Error(t, err, "and closes it")
 		res, _ = c.stream(t, ctx, path)
 		require.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "no new stream while shutting down")
+	})
+}
+
+// A stream ends when its session does: every poll reads the session
+// again, so signing out (or anything else that ends it) closes the
+// session's open pages with a "bye" that says why. One session holds at
+// most DefaultMaxStreamsPerSession streams, so it cannot take every slot
+// from the next person.
+func TestStreamsEndWithTheirSessionAndAreBoundedPerSession(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		w := newTicketWorld(t, d)
+		p := newPanelWith(t, d, promptparts.BuiltinDefaults(), Deps{Tickets: w.store, Sessions: w.panel.admin.deps.Sessions},
+			Config{Token: testToken, MaxStreams: 2 * DefaultMaxStreamsPerSession, StreamPoll: 50 * time.Millisecond})
+		path := "/admin/tickets/" + itoa(w.ticket.ID) + "/events"
+		ada := p.client(t)
+		ada.signIn("ada")
+		var open []*bufio.Reader
+		for range DefaultMaxStreamsPerSession {
+			res, r := ada.stream(t, ctx, path)
+			require.Equal(t, http.StatusOK, res.StatusCode)
+			name, _ := nextEvent(t, r)
+			require.Equal(t, "update", name)
+			open = append(open, r)
+		}
+		res, _ := ada.stream(t, ctx, path)
+		require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "one session's streams are bounded")
+		require.NotEmpty(t, res.Header.Get("Retry-After"))
+
+		grace := p.client(t)
+		grace.signIn("grace")
+		res, other := grace.stream(t, ctx, path)
+		require.Equal(t, http.StatusOK, res.StatusCode, "another session still gets a stream")
+		name, _ := nextEvent(t, other)
+		require.Equal(t, "update", name)
+
+		res2 := ada.post("/admin/signout", url.Values{"csrf": {ada.csrf()}})
+		require.Equal(t, http.StatusSeeOther, res2.status)
+		for _, r := range open {
+			name, data := nextEvent(t, r)
+			require.Equal(t, "bye", name, "a signed-out session's page stops")
+			require.JSONEq(t, `{"reason":"session"}`, data)
+			_, err := r.ReadString('\n')
+			require.Error(t, err, "and its stream closes")
+		}
+
+		// Grace's page streams on, and Ada's slots are free again.
+		require.NoError(t, tickets.NewPauser(d, w.store).Pause(ctx, w.ticket.ID, "bob", "lunch"))
+		name, data := nextEvent(t, other)
+		require.Equal(t, "update", name)
+		require.Contains(t, data, "Paused by bob")
+		again := p.client(t)
+		again.signIn("ada")
+		for range DefaultMaxStreamsPerSession {
+			res, _ := again.stream(t, ctx, path)
+			require.Equal(t, http.StatusOK, res.StatusCode)
+		}
 	})
 }
