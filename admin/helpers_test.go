@@ -75,6 +75,13 @@ func newPanel(t testing.TB, d *db.DB, defaults fs.FS, deps Deps) *panel {
 
 func newPanelWith(t testing.TB, d *db.DB, defaults fs.FS, deps Deps, cfg Config) *panel {
 	t.Helper()
+	return newPanelOn(t, d, defaults, deps, cfg, httpserver.Config{})
+}
+
+// newPanelOn is newPanelWith on an HTTP server configured by hs (its
+// authenticators are the panel's).
+func newPanelOn(t testing.TB, d *db.DB, defaults fs.FS, deps Deps, cfg Config, hs httpserver.Config) *panel {
+	t.Helper()
 	cfg.AdminGitHubLogins = append(cfg.AdminGitHubLogins, testAdminLogins...)
 	prompts, err := promptparts.New(promptparts.Config{Defaults: defaults}, d)
 	require.NoError(t, err)
@@ -82,13 +89,12 @@ func newPanelWith(t testing.TB, d *db.DB, defaults fs.FS, deps Deps, cfg Config)
 	t.Cleanup(prompts.Stop)
 	adm, err := New(cfg, d, prompts, deps)
 	require.NoError(t, err)
-	hs := httpserver.New(httpserver.Config{Authenticators: []httpserver.Authenticator{
-		httpserver.BearerToken{Token: testToken, Actor: TokenActor}, adm.Authenticator(),
-	}})
-	prompts.Routes(hs.API)
-	adm.Routes(hs.Root)
-	adm.PeopleAPI().Routes(hs.API)
-	srv := httptest.NewServer(hs)
+	hs.Authenticators = []httpserver.Authenticator{httpserver.BearerToken{Token: testToken, Actor: TokenActor}, adm.Authenticator()}
+	server := httpserver.New(hs)
+	prompts.Routes(server.API)
+	adm.Routes(server.Root)
+	adm.PeopleAPI().Routes(server.API)
+	srv := httptest.NewServer(server)
 	t.Cleanup(srv.Close)
 	// Live streams end first, as main's shutdown ends them.
 	t.Cleanup(adm.CloseStreams)

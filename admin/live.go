@@ -227,6 +227,9 @@ func (a *Admin) getTicketEvents(w http.ResponseWriter, r *http.Request) error {
 	if cursor == 0 {
 		cursor = parseCursor(r.URL.Query().Get("after"))
 	}
+	// The page's stream lasts as long as the page: it is exempt from the
+	// server's write deadline, which each of its writes gets instead.
+	httpserver.StreamWrites(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/promptparts"
@@ -220,4 +221,28 @@ func TestStreamsEndWithTheirSessionAndAreBoundedPerSession(t *testing.T) {
 			require.Equal(t, http.StatusOK, res.StatusCode)
 		}
 	})
+}
+
+// The live page's stream is exempt from the server's write deadline: it
+// streams on long past it, while the Ticket's page itself has it.
+func TestStreamOutlastsTheWriteDeadline(t *testing.T) {
+	t.Parallel()
+	d := dbtest.SQLite(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const timeout = 200 * time.Millisecond
+	w := newTicketWorld(t, d)
+	p := newPanelOn(t, d, promptparts.BuiltinDefaults(), Deps{Tickets: w.store, Sessions: w.panel.admin.deps.Sessions},
+		Config{Token: testToken, StreamPoll: 20 * time.Millisecond}, httpserver.Config{WriteTimeout: timeout})
+	c := p.client(t)
+	c.signIn("ada")
+	res, r := c.stream(t, ctx, "/admin/tickets/"+itoa(w.ticket.ID)+"/events")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	name, _ := nextEvent(t, r)
+	require.Equal(t, "update", name)
+	<-time.After(3 * timeout) // well past a page's deadline
+	require.NoError(t, tickets.NewPauser(d, w.store).Pause(ctx, w.ticket.ID, "bob", "lunch"))
+	name, data := nextEvent(t, r)
+	require.Equal(t, "update", name)
+	require.Contains(t, data, "Paused by bob")
 }

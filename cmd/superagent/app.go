@@ -451,7 +451,8 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	panel.Routes(hs.Root)
 	panel.SetupRoutes(hs.API)
 	panel.PeopleAPI().Routes(hs.API)
-	// Header, body and idle timeouts: see httpserver.HTTPServer.
+	// Header, body, write and idle timeouts: see httpserver.HTTPServer; the
+	// live Ticket pages stream past the write timeout (StreamWrites).
 	srv := hs.HTTPServer(context.WithoutCancel(ctx))
 	// Live Ticket pages stream until the page closes: end them when the
 	// shutdown begins, or they hold it until its deadline.
