@@ -38,6 +38,7 @@ import (
 
 	"github.com/superagent-dev/superagent/executor/repoenv"
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/people"
@@ -129,6 +130,17 @@ type Deps struct {
 	// People is who is who; nil hides the people page and turns GitHub
 	// sign-in off.
 	People *people.Store
+	// FeishuSignIn is Feishu's web sign-in (feishu.Client), which a Feishu
+	// user's link to their GitHub login begins with; nil turns such links
+	// off.
+	FeishuSignIn FeishuSignIn
+}
+
+// FeishuSignIn is Feishu's web sign-in: the page that signs a browser in
+// and returns to redirectURI with a code, and who the code belongs to.
+type FeishuSignIn interface {
+	SignInURL(redirectURI, state string) string
+	SignedInUser(ctx context.Context, code string) (feishu.SignedInUser, error)
 }
 
 // Admin is the panel.
@@ -208,6 +220,7 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 //	GET        /admin/signin/github (sign in with GitHub)
 //	GET        /oauth/github/callback (GitHub's OAuth redirect)
 //	GET, POST  /oauth/github/link (a Feishu user links their GitHub login)
+//	GET        /oauth/feishu/callback (Feishu's sign-in redirect, for a link)
 //	*          /admin/jobs/ (River UI)
 //
 // Everything but sign-in and the static files requires a session; every
@@ -258,11 +271,12 @@ func (a *Admin) Routes(r chi.Router) {
 			r.Handle("/jobs/*", a.jobs())
 		})
 	})
-	r.Route("/oauth/github", func(r chi.Router) {
+	r.Route("/oauth", func(r chi.Router) {
 		r.Use(cop.Handler, noStore)
-		r.Get("/callback", a.handle(a.getOAuthCallback))
-		r.Get("/link", a.handle(a.getLink))
-		r.Post("/link", a.handle(a.postLink))
+		r.Get("/github/callback", a.handle(a.getOAuthCallback))
+		r.Get("/github/link", a.handle(a.getLink))
+		r.Post("/github/link", a.handle(a.postLink))
+		r.Get("/feishu/callback", a.handle(a.getFeishuCallback))
 	})
 }
 
