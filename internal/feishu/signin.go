@@ -70,7 +70,9 @@ type SignedInUser struct {
 
 // SignedInUser exchanges the sign-in page's code (it works once, for five
 // minutes) for a user access token, reads who it belongs to, and drops
-// the token.
+// the token. The exchange is authen/v1/oidc/access_token, which Feishu
+// now lists as a historical version beside authen/v2/oauth/token; the SDK
+// has only the former, and the fake holds its answers to the SDK's types.
 func (c *Client) SignedInUser(ctx context.Context, code string) (SignedInUser, error) {
 	var tok string
 	req := larkauthen.NewCreateOidcAccessTokenReqBuilder().
