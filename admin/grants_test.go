@@ -26,14 +26,12 @@ func (c *client) githubSignIn(gh *fakegithub.Server, login string) response {
 	res := c.get("/admin/signin/github?next=/admin/")
 	require.Equal(c.t, http.StatusSeeOther, res.status, res.body)
 	gh.SignInBrowser(login)
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	r, err := noFollow.Get(res.location)
-	require.NoError(c.t, err)
-	r.Body.Close()
-	require.Equal(c.t, http.StatusFound, r.StatusCode)
-	back, err := url.Parse(r.Header.Get("Location"))
-	require.NoError(c.t, err)
-	return c.get(back.Path + "?" + back.RawQuery)
+	return c.away(res.location)
+}
+
+// githubOAuth is the App's user authorization on the fake GitHub.
+func githubOAuth(gh *fakegithub.Server) *people.OAuth {
+	return &people.OAuth{ClientID: gh.ClientID(), ClientSecret: fakegithub.ClientSecret, WebURL: gh.URL, APIURL: gh.URL}
 }
 
 // session returns the client's session cookie.
@@ -90,8 +88,7 @@ func TestSessionsEndWhenWhatGrantedThemChanges(t *testing.T) {
 		const newToken = "a-rotated-admin-token-0123456789"
 		service := func(token string, admins ...string) *panel {
 			return newPanelWith(t, d, promptparts.BuiltinDefaults(), Deps{People: ps}, Config{Token: token,
-				OAuth:     &people.OAuth{ClientID: gh.ClientID(), ClientSecret: fakegithub.ClientSecret, WebURL: gh.URL, APIURL: gh.URL},
-				PublicURL: "http://panel.example", AdminGitHubLogins: admins})
+				OAuth: githubOAuth(gh), PublicURL: "http://panel.example", AdminGitHubLogins: admins})
 		}
 		first := service(testToken, "ada-gh")
 		tok := first.client(t)
@@ -149,8 +146,7 @@ func TestDemotedPersonSignsInAgainAsAMember(t *testing.T) {
 		grace, err := ps.Create(ctx, people.Person{Name: "Grace", Role: people.RoleAdmin, GitHub: []string{"grace-gh"}})
 		require.NoError(t, err)
 		p := newPanelWith(t, d, promptparts.BuiltinDefaults(), Deps{People: ps}, Config{Token: testToken,
-			OAuth:     &people.OAuth{ClientID: gh.ClientID(), ClientSecret: fakegithub.ClientSecret, WebURL: gh.URL, APIURL: gh.URL},
-			PublicURL: "http://panel.example"})
+			OAuth: githubOAuth(gh), PublicURL: "http://panel.example"})
 		g := p.client(t)
 		require.Equal(t, http.StatusSeeOther, g.githubSignIn(gh, "grace-gh").status)
 		require.True(t, g.signedIn())

@@ -50,7 +50,7 @@ func TestLinkIsCompletedOnlyByItsFeishuUser(t *testing.T) {
 		ps := people.New(d, nil)
 		_, err = ps.SeenOnFeishu(ctx, "ou_rita", "Rita")
 		require.NoError(t, err)
-		oauth := &people.OAuth{ClientID: gh.ClientID(), ClientSecret: fakegithub.ClientSecret, WebURL: gh.URL, APIURL: gh.URL}
+		oauth := githubOAuth(gh)
 		p := newPanelWith(t, d, promptparts.BuiltinDefaults(), Deps{People: ps, FeishuSignIn: fsc},
 			Config{Token: testToken, OAuth: oauth, PublicURL: "http://panel.example"})
 		offer, err := url.Parse(LinkOfferURL("http://panel.example", oauth, "ou_rita", time.Now()))

@@ -22,23 +22,7 @@ func (c *Client) SendToUser(ctx context.Context, openID string, m OutgoingMessag
 	if openID == "" {
 		return nil, fmt.Errorf("%s: open_id is required", op)
 	}
-	req := larkim.NewCreateMessageReqBuilder().ReceiveIdType(larkim.ReceiveIdTypeOpenId).
-		Body(larkim.NewCreateMessageReqBodyBuilder().
-			ReceiveId(openID).MsgType(m.Content.MsgType).Content(m.Content.JSON).Uuid(m.UUID).Build()).
-		Build()
-	var out *SentMessage
-	err := c.call(ctx, "send", op, "user:"+openID, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
-		resp, err := c.lark.Im.Message.Create(ctx, req)
-		if err != nil {
-			return nil, larkcore.CodeError{}, err
-		}
-		if resp.Success() && resp.Data != nil {
-			d := resp.Data
-			out = sentFrom(d.MessageId, d.RootId, d.ParentId, d.ThreadId, d.ChatId)
-		}
-		return resp.ApiResp, resp.CodeError, nil
-	})
-	return out, err
+	return c.create(ctx, op, larkim.ReceiveIdTypeOpenId, openID, "user:"+openID, m)
 }
 
 // Feishu's web sign-in tells a web page which Feishu user is at the

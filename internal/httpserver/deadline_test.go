@@ -16,6 +16,17 @@ import (
 	"github.com/superagent-dev/superagent/internal/httpserver"
 )
 
+// serve runs s on a loopback port until the test ends.
+func serve(t *testing.T, s *httpserver.Server) net.Listener {
+	t.Helper()
+	srv := s.HTTPServer(context.Background())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return ln
+}
+
 // The body deadline closes a body that stalls, but a handler that has its
 // body (or never had one) may work past it without its context ending, as
 // it would under http.Server's ReadTimeout.
@@ -43,11 +54,7 @@ func TestBodyReadDeadline(t *testing.T) {
 			_, _ = io.WriteString(w, "done")
 		}
 	})
-	srv := s.HTTPServer(context.Background())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	ln := serve(t, s)
 	base := "http://" + ln.Addr().String()
 
 	t.Run("a handler works past the deadline once it has its body", func(t *testing.T) {
@@ -118,11 +125,7 @@ func TestWriteDeadline(t *testing.T) {
 		streamed <- nil
 	})
 	s.Root.Get("/quiet", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	srv := s.HTTPServer(context.Background())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	ln := serve(t, s)
 	base := "http://" + ln.Addr().String()
 
 	t.Run("a client that stops reading is cut off", func(t *testing.T) {

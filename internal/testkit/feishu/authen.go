@@ -4,10 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/superagent-dev/superagent/internal/testkit/signinpage"
 )
 
 // Feishu's web sign-in (user authorization), the way a web page learns
@@ -100,8 +101,7 @@ func (s *Server) serveAuthen(w http.ResponseWriter, r *http.Request, req Request
 // with code and state.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	redirect := q.Get("redirect_uri")
-	u, err := url.Parse(redirect)
+	u, ok := signinpage.RedirectURL(q.Get("redirect_uri"))
 	switch {
 	case q.Get("client_id") != AppID:
 		http.Error(w, "Feishu: the app (client_id) does not exist", http.StatusBadRequest)
@@ -109,7 +109,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	case q.Get("response_type") != "code":
 		http.Error(w, "Feishu: response_type must be code", http.StatusBadRequest)
 		return
-	case redirect == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+	case !ok:
 		http.Error(w, "Feishu: the redirect URL is not one of the app's (error 20029)", http.StatusBadRequest)
 		return
 	}
@@ -123,20 +123,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		s.authen.codes[code] = authCode{openID: who, expires: time.Now().Add(5 * time.Minute)}
 	}
 	s.authen.mu.Unlock()
-	if who == "" {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte("<!doctype html><title>Feishu</title><form>Sign in to Feishu to continue</form>"))
-		return
-	}
-	back := url.Values{"code": {code}}
-	if st := q.Get("state"); st != "" {
-		back.Set("state", st)
-	}
-	sep := "?"
-	if u.RawQuery != "" {
-		sep = "&"
-	}
-	http.Redirect(w, r, redirect+sep+back.Encode(), http.StatusFound)
+	signinpage.Answer(w, r, u, who != "", code, "Feishu")
 }
 
 // userToken exchanges a code for a user_access_token; a code works once.
