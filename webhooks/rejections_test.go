@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,31 +18,9 @@ import (
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
+	"github.com/superagent-dev/superagent/internal/testkit/logbuf"
 	"github.com/superagent-dev/superagent/webhooks"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines(substr string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for line := range strings.Lines(l.b.String()) {
-		if strings.Contains(line, substr) {
-			out = append(out, line)
-		}
-	}
-	return out
-}
 
 // A wrong webhook secret refuses every delivery: the log says so once a
 // minute per endpoint, naming the setting and counting what it refused.
@@ -53,7 +30,7 @@ func TestRefusedSignaturesAreLoggedOnceAMinute(t *testing.T) {
 		var mu sync.Mutex
 		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-		var log lockedBuffer
+		var log logbuf.Buffer
 		q := queue.New(d, queue.Config{InsertOnly: true})
 		svc, err := webhooks.New(webhooks.Config{GitHub: webhooks.GitHubConfig{WebhookSecret: secret}, Now: clock},
 			d, q, nil, nil, slog.New(slog.NewJSONHandler(&log, nil)))
@@ -76,7 +53,7 @@ func TestRefusedSignaturesAreLoggedOnceAMinute(t *testing.T) {
 		for range 5 {
 			post("the secret GitHub has")
 		}
-		warned := log.lines(`"msg":"webhook request refused; check SUPERAGENT_GITHUB_WEBHOOK_SECRET"`)
+		warned := log.Lines(`"msg":"webhook request refused; check SUPERAGENT_GITHUB_WEBHOOK_SECRET"`)
 		require.Len(t, warned, 1, "one line for five refusals within the minute")
 		require.Contains(t, warned[0], `"level":"WARN"`)
 		require.Contains(t, warned[0], `"endpoint":"/webhooks/github"`)
@@ -87,7 +64,7 @@ func TestRefusedSignaturesAreLoggedOnceAMinute(t *testing.T) {
 		now = now.Add(61 * time.Second)
 		mu.Unlock()
 		post("the secret GitHub has")
-		warned = log.lines(`"msg":"webhook request refused; check SUPERAGENT_GITHUB_WEBHOOK_SECRET"`)
+		warned = log.Lines(`"msg":"webhook request refused; check SUPERAGENT_GITHUB_WEBHOOK_SECRET"`)
 		require.Len(t, warned, 2, "a minute later, the next line")
 		require.Contains(t, warned[1], `"refused":5`, "it counts the four kept quiet and itself")
 	})
@@ -101,7 +78,7 @@ func TestRefusedFeishuEventsNameTheEncryptKey(t *testing.T) {
 		fake := fakefeishu.New(t)
 		fs, err := feishu.New(feishu.Config{AppID: fakefeishu.AppID, AppSecret: "secret", BaseURL: fake.URL}, nil, nil)
 		require.NoError(t, err)
-		var log lockedBuffer
+		var log logbuf.Buffer
 		q := queue.New(d, queue.Config{InsertOnly: true})
 		svc, err := webhooks.New(webhooks.Config{Feishu: webhooks.FeishuConfig{Verifier: feishu.VerifierConfig{VerificationToken: larkToken, EncryptKey: larkEncryptKey}}},
 			d, q, nil, fs, slog.New(slog.NewJSONHandler(&log, nil)))
@@ -115,7 +92,7 @@ func TestRefusedFeishuEventsNameTheEncryptKey(t *testing.T) {
 			_ = resp.Body.Close()
 			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 		}
-		warned := log.lines(`"msg":"webhook request refused; check SUPERAGENT_FEISHU_ENCRYPT_KEY"`)
+		warned := log.Lines(`"msg":"webhook request refused; check SUPERAGENT_FEISHU_ENCRYPT_KEY"`)
 		require.Len(t, warned, 1)
 		require.Contains(t, warned[0], `"endpoint":"/webhooks/feishu"`)
 		require.NotContains(t, warned[0], "the key in the Feishu console")

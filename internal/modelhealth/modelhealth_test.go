@@ -1,12 +1,9 @@
 package modelhealth_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,28 +14,12 @@ import (
 	"github.com/superagent-dev/superagent/internal/modelhealth"
 	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	"github.com/superagent-dev/superagent/internal/testkit/logbuf"
 )
 
 // TestMain fails the package when a test leaves goroutines behind.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), substr)
 }
 
 // A failing model is recorded from its first failure on, scrubbed, and
@@ -48,7 +29,7 @@ func TestWatchRecordsFailuresAndRecovery(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-		var log logBuffer
+		var log logbuf.Buffer
 		w := modelhealth.NewWatch(d, modelhealth.Main, "router-model", secret.New("sk-live-0123456789"),
 			slog.New(slog.NewJSONHandler(&log, nil)), func() time.Time { return now })
 
@@ -70,8 +51,8 @@ func TestWatchRecordsFailuresAndRecovery(t *testing.T) {
 		require.True(t, st.FailingSince.Equal(first), "since the first failure: %v", st.FailingSince)
 		require.True(t, st.LastFailure.Equal(now))
 		require.Equal(t, "connection refused", st.Error, "the latest failure")
-		require.Equal(t, 1, log.count(`"msg":"model request failed"`), "one line while it keeps failing")
-		require.Equal(t, 0, log.count("sk-live-0123456789"), "the key is scrubbed")
+		require.Equal(t, 1, len(log.Lines(`"msg":"model request failed"`)), "one line while it keeps failing")
+		require.Equal(t, 0, len(log.Lines("sk-live-0123456789")), "the key is scrubbed")
 
 		now = now.Add(time.Second)
 		w.Observe(ctx, nil)
@@ -79,7 +60,7 @@ func TestWatchRecordsFailuresAndRecovery(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, st.Failing())
 		require.True(t, st.FailingSince.IsZero())
-		require.Equal(t, 1, log.count(`"msg":"model answering again"`))
+		require.Equal(t, 1, len(log.Lines(`"msg":"model answering again"`)))
 
 		// A new failure starts a new stretch.
 		now = now.Add(time.Minute)
@@ -87,6 +68,6 @@ func TestWatchRecordsFailuresAndRecovery(t *testing.T) {
 		st, err = modelhealth.Read(ctx, d, modelhealth.Main)
 		require.NoError(t, err)
 		require.True(t, st.FailingSince.Equal(now))
-		require.Equal(t, 2, log.count(`"msg":"model request failed"`))
+		require.Equal(t, 2, len(log.Lines(`"msg":"model request failed"`)))
 	})
 }
