@@ -48,27 +48,26 @@ func (c *Client) ForRepo(ctx context.Context, q db.Querier, repo string) (*githu
 	return c.Installation(id), id, nil
 }
 
+// Repo is repo (owner/name) as installation id reaches it, for a caller
+// that knows the installation already.
+func (c *Client) Repo(id int64, repo string) *Repo {
+	r := c.repo(c.Installation(id), id, repo)
+	return &r
+}
+
+// repo is repo (owner/name) reached through gh, installation id's client.
+func (c *Client) repo(gh *github.Client, id int64, repo string) Repo {
+	owner, name, _ := strings.Cut(repo, "/")
+	return Repo{gh: gh, graphQL: c.GraphQLURL(), owner: owner, name: name, Installation: id}
+}
+
 // PullFiles lists up to limit files changed by pull request number of
 // repo, through the installation that covers repo, following GitHub's
 // pages (100 files each; GitHub lists at most 3000).
-func (c *Client) PullFiles(ctx context.Context, q db.Querier, repo string, number, limit int) ([]*github.CommitFile, error) {
-	gh, _, err := c.ForRepo(ctx, q, repo)
+func (c *Client) PullFiles(ctx context.Context, q db.Querier, repo string, number, limit int) ([]*CommitFile, error) {
+	_, id, err := c.ForRepo(ctx, q, repo)
 	if err != nil {
 		return nil, err
 	}
-	owner, name, _ := strings.Cut(repo, "/")
-	var out []*github.CommitFile
-	opts := &github.ListOptions{PerPage: min(max(limit, 1), 100)}
-	for len(out) < limit {
-		files, resp, err := gh.PullRequests.ListFiles(ctx, owner, name, number, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing the files of %s#%d: %w", repo, number, err)
-		}
-		out = append(out, files...)
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
-	}
-	return out[:min(len(out), limit)], nil
+	return c.Repo(id, repo).PullFiles(ctx, number, limit)
 }
