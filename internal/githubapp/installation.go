@@ -34,18 +34,18 @@ WHERE LOWER(r.full_name) = LOWER($1) AND r.active AND i.state = 'active' ORDER B
 // covers the repository.
 var ErrNotInstalled = errors.New("no active installation covers it")
 
-// ForRepo returns a client acting as the active installation that covers
-// repo (owner/name), and that installation's id: the one way a role writes
-// to a repository as the App.
-func (c *Client) ForRepo(ctx context.Context, q db.Querier, repo string) (*github.Client, int64, error) {
+// ForRepo returns repo (owner/name) as the active installation that
+// covers it reaches it: the one way a role writes to a repository as the
+// App.
+func (c *Client) ForRepo(ctx context.Context, q db.Querier, repo string) (*Repo, error) {
 	id, err := InstallationFor(ctx, q, repo)
 	if err == nil && id == 0 {
 		err = ErrNotInstalled
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("finding the installation of %s (is the App installed there?): %w", repo, err)
+		return nil, fmt.Errorf("finding the installation of %s (is the App installed there?): %w", repo, err)
 	}
-	return c.Installation(id), id, nil
+	return c.Repo(id, repo), nil
 }
 
 // Repo is repo (owner/name) as installation id reaches it, for a caller
@@ -65,9 +65,9 @@ func (c *Client) repo(gh *github.Client, id int64, repo string) Repo {
 // repo, through the installation that covers repo, following GitHub's
 // pages (100 files each; GitHub lists at most 3000).
 func (c *Client) PullFiles(ctx context.Context, q db.Querier, repo string, number, limit int) ([]*CommitFile, error) {
-	_, id, err := c.ForRepo(ctx, q, repo)
+	r, err := c.ForRepo(ctx, q, repo)
 	if err != nil {
 		return nil, err
 	}
-	return c.Repo(id, repo).PullFiles(ctx, number, limit)
+	return r.PullFiles(ctx, number, limit)
 }

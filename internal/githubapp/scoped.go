@@ -19,9 +19,7 @@ import (
 type Scoped struct {
 	// Repo makes the calls; its tokens carry the scope.
 	Repo
-	// GitHub is the REST client Repo uses.
-	GitHub *github.Client
-	tr     *ghinstallation.Transport
+	tr *ghinstallation.Transport
 }
 
 // Token returns a current token of the scope, for git over HTTPS. Never
@@ -70,8 +68,7 @@ func (c *Client) ForRepoScoped(ctx context.Context, q db.Querier, repo string, w
 	tr.BaseURL = c.apps.BaseURL
 	tr.InstallationTokenOptions = &github.InstallationTokenOptions{Repositories: []string{name}, Permissions: perms}
 	top := &installationTransport{label: formatInstallation(id), next: tr, wait: c.cfg.Wait, metrics: c.metrics, writes: base.writes}
-	gh := c.newGitHub(top)
-	s = &Scoped{Repo: c.repo(gh, id, owner+"/"+name), GitHub: gh, tr: tr}
+	s = &Scoped{Repo: c.repo(c.newGitHub(top), id, owner+"/"+name), tr: tr}
 	c.scoped[key] = s
 	return s, nil
 }
