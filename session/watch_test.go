@@ -315,3 +315,56 @@ func TestHandoffRequestFitsTheWindow(t *testing.T) {
 		}
 	})
 }
+
+// TestBehaviourRecord reads back, per model, what the Sessions of a
+// Ticket stored of the model's behaviour: refusals by kind, reminders,
+// notes, stops and faults.
+func TestBehaviourRecord(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		var sleeps []time.Duration
+		e := setup(t, d, func(e *env) {
+			withSleeps(&sleeps)(e)
+			e.cfg.RepeatLimit = 2
+		},
+			call("open_file", `{}`),
+			call("read", `{"path": "a"`),
+			call("read", `{"file": "a"}`),
+			call("read", `{"path": "/etc/passwd"}`),
+			fakeopenai.NoChoices(),
+			call("read", `{"path": "a"}`),
+			call("read", `{"path": "a"}`),
+			call("read", `{"path": "a"}`),
+			call("read", `{"path": "a"}`),
+			fakeopenai.Text("Stuck on a."),
+		)
+		type readArgs struct {
+			Path string `json:"path"`
+		}
+		read := session.Spec[readArgs]{Name: "read", Idempotent: true,
+			Check: func(_ context.Context, _ session.Call, a readArgs) error {
+				if strings.HasPrefix(a.Path, "/") {
+					return session.Refuse("paths are relative to the workspace")
+				}
+				return nil
+			},
+			Handler: func(context.Context, session.Call, readArgs) (string, error) { return "same", nil }}.Tool()
+		s := e.create(t, session.RoleExecutor, 11, "read a")
+		out, err := e.rt.Run(t.Context(), s.ID, registry(t, read), session.RunOptions{})
+		require.NoError(t, err)
+		require.Equal(t, session.ReasonRepeatedCall, out.Reason)
+		got, err := e.rt.Store().TicketBehaviour(t.Context(), d, 11)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		b := got[0]
+		require.Equal(t, "fake-model", b.Model)
+		require.Equal(t, 1, b.Sessions)
+		require.Equal(t, 10, b.Requests)
+		require.Equal(t, map[string]int{session.RefusalUnknownTool: 1, session.RefusalBadJSON: 1, session.RefusalBadArguments: 1,
+			session.RefusalHostRule: 1}, b.Refusals)
+		require.Equal(t, map[string]int{model.FaultNoChoices: 1}, b.Faults)
+		require.Equal(t, 1, b.RepeatNotes)
+		require.Equal(t, 1, b.RepeatsStopped)
+		require.Zero(t, b.Nudges+b.Unfinished+b.StallNotes+b.StallsStopped)
+	})
+}
