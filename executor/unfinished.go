@@ -247,11 +247,11 @@ func (e *Executor) stoppedReport(ctx context.Context, t tickets.Ticket, s *sessi
 		fmt.Fprintf(&b, " Work: %s.", work)
 	}
 	b.WriteString(" A person must decide how to go on: continue the Ticket (a new Session picks up from here) or stop it.")
-	sentence := fmt.Sprintf("I stopped work on %q without finishing because %s", t.Title, why)
+	sentence := fmt.Sprintf("The agent stopped work on %q without finishing: %s", t.Title, why)
 	if work != "" {
 		sentence += "; " + work
 	}
-	sentence += "; say continue to let me go on, or stop."
+	sentence += "; say continue to let it go on, or stop."
 	return hostReport{Summary: b.String(), Sentence: sentence}
 }
 

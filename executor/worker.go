@@ -79,7 +79,7 @@ func (e *Executor) giveUp(ctx context.Context, ticketID int64, key string, cause
 	work := e.state(ctx, t).describe(e, t)
 	r := hostReport{
 		Summary:  fmt.Sprintf("The Executor failed %d times in a row and stopped: %s. A person must fix the cause, then retry it; a new message in the Ticket's Threads also starts it again.", maxAttempts, msg),
-		Sentence: fmt.Sprintf("I stopped work on %q because my job failed %d times in a row (%s)", t.Title, maxAttempts, oneLine(msg, 160)),
+		Sentence: fmt.Sprintf("The agent stopped work on %q because its job failed %d times in a row (%s)", t.Title, maxAttempts, oneLine(msg, 160)),
 	}
 	if work != "" {
 		r.Summary += " Work: " + work + "."
