@@ -345,6 +345,9 @@ FROM tickets t JOIN cards c ON c.id = t.source_card_id JOIN threads th ON th.id 
 			if c.blocked {
 				require.Equal(t, 1, r.hostReports, "%s: one blocked Report from the host", c.kase)
 				told := comments(c.issue, "stopped work on")
+				if len(told) > 0 {
+					t.Logf("issue %d: told %q", c.issue, told[0].Body)
+				}
 				require.Len(t, told, 1, "%s: the requester is told once", c.kase)
 				require.Equal(t, 1, sentencesIn(strings.SplitN(told[0].Body, "\n\n", 2)[1]), "%s: in one sentence: %s", c.kase, told[0].Body)
 				require.Contains(t, progress[0].Body, "Latest report (blocked): The Executor stopped without finishing", c.kase)
