@@ -366,6 +366,18 @@ FROM tickets t JOIN cards c ON c.id = t.source_card_id JOIN threads th ON th.id 
 			return s
 		}
 		require.Contains(t, report(11), `its turn ended twice without a report (its last words: "I'll now fix the file.")`)
+		// What a reminder costs: its text, and the request it makes.
+		var textOnly []fakeopenai.Request
+		for _, r := range model.Requests() {
+			if r.Model == "executor-model" && strings.Contains(r.Text(), "case-text-only") {
+				textOnly = append(textOnly, r)
+			}
+		}
+		require.Len(t, textOnly, 2)
+		nudge := textOnly[1].LastMessage().Content
+		require.True(t, strings.HasPrefix(nudge, session.NudgePrefix))
+		t.Logf("the reminder is %d bytes, %d words; the request it made is about %d tokens (the one before, about %d)",
+			len(nudge), len(strings.Fields(nudge)), approxTokens(textOnly[1]), approxTokens(textOnly[0]))
 
 		// The Ticket that never pushed: done refused, the host's Report
 		// says what is not pushed and where it is kept, and it is kept.
