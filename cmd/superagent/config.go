@@ -108,8 +108,8 @@ type config struct {
 	ExecutorMaxSteps    int
 	ExecutorRepeatLimit int
 	ExecutorStallSteps  int
-	TicketBudget     int64
-	ReviewBots       []string
+	TicketBudget        int64
+	ReviewBots          []string
 
 	// PublicURL is SUPERAGENT_PUBLIC_URL, the base of links to Ticket pages.
 	PublicURL string
