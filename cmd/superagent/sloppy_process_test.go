@@ -139,12 +139,8 @@ func sloppyExecutor(faults *once) func(fakeopenai.Request) fakeopenai.Reply {
 			return fakeopenai.Text("Waiting for the answer.")
 		case "done-before-push", "done-then-push":
 			switch {
-			case l.ok["reply"] == 0:
-				return confirm
-			case l.ok["edit_file"] == 0:
-				return call("edit_file", `{"path":"README.md","old_text":"projetc","new_text":"project"}`)
 			case l.ok["git_commit"] == 0:
-				return call("git_commit", `{"message":"Fix a typo in the README"}`)
+				return fix(l, confirm)
 			case l.refused["report"] == 0:
 				return call("report", `{"state":"done","summary":"Opened a pull request with the fix; verified with ./test.sh, which passes."}`)
 			case l.kase == "done-before-push":
@@ -163,12 +159,8 @@ func sloppyExecutor(faults *once) func(fakeopenai.Request) fakeopenai.Reply {
 				return fakeopenai.Empty()
 			}
 			switch {
-			case l.ok["reply"] == 0:
-				return confirm
-			case l.ok["edit_file"] == 0:
-				return call("edit_file", `{"path":"README.md","old_text":"projetc","new_text":"project"}`)
 			case l.ok["git_commit"] == 0:
-				return call("git_commit", `{"message":"Fix a typo in the README"}`)
+				return fix(l, confirm)
 			case l.ok["git_push"] == 0:
 				return call("git_push", `{}`)
 			case l.ok["pr_open"] == 0:
@@ -189,6 +181,17 @@ func sloppyExecutor(faults *once) func(fakeopenai.Request) fakeopenai.Reply {
 		}
 		return fakeopenai.Text("Nothing to do.")
 	}
+}
+
+// fix confirms, fixes the typo and commits it, a step a request.
+func fix(l look, confirm fakeopenai.Reply) fakeopenai.Reply {
+	switch {
+	case l.ok["reply"] == 0:
+		return confirm
+	case l.ok["edit_file"] == 0:
+		return fakeopenai.Calls(fakeopenai.Call("", "edit_file", `{"path":"README.md","old_text":"projetc","new_text":"project"}`))
+	}
+	return fakeopenai.Calls(fakeopenai.Call("", "git_commit", `{"message":"Fix a typo in the README"}`))
 }
 
 var forwardHint = regexp.MustCompile(`orchestrator_forward \{"report": ([0-9]+)\}`)
@@ -250,12 +253,7 @@ func TestSloppyModelsLeaveTicketsAPersonCanActOn(t *testing.T) {
 	t.Parallel()
 	needSandbox(t)
 	databases(t, func(t *testing.T, dbURL string) {
-		gh := fakegithub.New(t)
-		bare := gh.AddRepo(t, helloRepo, "main", map[string]string{
-			"README.md": "# Hello World\n\nThis projetc says hello.\n",
-			"test.sh":   "#!/bin/sh\nif grep -q projetc README.md; then echo 'typo still there'; exit 1; fi\necho ok\n",
-		})
-		gh.SetPermission(helloRepo, "Codertocat", "write")
+		gh, bare := typoRepo(t)
 		faults := &once{}
 		executorModel := sloppyExecutor(faults)
 		model := fakeopenai.New(t)
