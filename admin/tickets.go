@@ -77,7 +77,9 @@ type ticketPage struct {
 	Pauses []auditEntry
 	// Totals is the usage of all the Ticket's Sessions; nil without a
 	// session store.
-	Totals    *session.Totals
+	Totals *session.Totals
+	// Behaviour is how each model behaved in the Ticket's Sessions.
+	Behaviour []session.Behaviour
 	CanPause  bool
 	CanStop   bool
 	HasTrails bool
@@ -170,6 +172,9 @@ func (a *Admin) getTicket(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		p.Totals = &totals
+		if p.Behaviour, err = st.TicketBehaviour(ctx, a.db, id); err != nil {
+			return err
+		}
 		sessions, err := st.ForTicket(ctx, a.db, id)
 		if err != nil {
 			return err

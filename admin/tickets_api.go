@@ -20,6 +20,7 @@ import (
 type TicketSessions interface {
 	ForTicket(ctx context.Context, q db.Querier, ticketID int64) ([]*session.Session, error)
 	TicketTotals(ctx context.Context, q db.Querier, ticketID int64) (session.Totals, error)
+	TicketBehaviour(ctx context.Context, q db.Querier, ticketID int64) ([]session.Behaviour, error)
 }
 
 // TicketsAPI serves GET /tickets, GET /tickets/{id} and POST
@@ -136,7 +137,7 @@ func (a *TicketsAPI) get(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := map[string]any{"ticket": t, "threads": threads, "reports": reports, "messages": messages,
-		"sessions": []apiSessionView{}, "usage": apiUsageView{}}
+		"sessions": []apiSessionView{}, "usage": apiUsageView{}, "behaviour": []apiBehaviourView{}}
 	if a.sessions != nil {
 		ss, err := a.sessions.ForTicket(ctx, a.d, id)
 		if err != nil {
@@ -150,8 +151,13 @@ func (a *TicketsAPI) get(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
+		behaviour, err := a.sessions.TicketBehaviour(ctx, a.d, id)
+		if err != nil {
+			return err
+		}
 		out["sessions"] = views
 		out["usage"] = apiUsageView{Sessions: tot.Sessions, Requests: tot.Requests, Usage: tot.Usage}
+		out["behaviour"] = behaviourViews(behaviour)
 	}
 	httpserver.WriteJSON(w, http.StatusOK, out)
 	return nil
@@ -261,4 +267,30 @@ func apiActor(r *http.Request) string {
 		return a
 	}
 	return "api"
+}
+
+// apiBehaviourView is how one model behaved in the Ticket's Sessions
+// (session.Behaviour), as the API shows it.
+type apiBehaviourView struct {
+	Model          string         `json:"model"`
+	Sessions       int            `json:"sessions"`
+	Requests       int            `json:"requests"`
+	Refusals       map[string]int `json:"refusals"`
+	Nudges         int            `json:"nudges"`
+	Unfinished     int            `json:"unfinished_turns"`
+	RepeatNotes    int            `json:"repeat_notes"`
+	RepeatsStopped int            `json:"repeats_stopped"`
+	StallNotes     int            `json:"stall_notes"`
+	StallsStopped  int            `json:"stalls_stopped"`
+	Faults         map[string]int `json:"faults_retried"`
+}
+
+func behaviourViews(bs []session.Behaviour) []apiBehaviourView {
+	out := make([]apiBehaviourView, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, apiBehaviourView{Model: b.Model, Sessions: b.Sessions, Requests: b.Requests, Refusals: b.Refusals,
+			Nudges: b.Nudges, Unfinished: b.Unfinished, RepeatNotes: b.RepeatNotes, RepeatsStopped: b.RepeatsStopped,
+			StallNotes: b.StallNotes, StallsStopped: b.StallsStopped, Faults: b.Faults})
+	}
+	return out
 }

@@ -296,3 +296,22 @@ func TestTicketPageWithoutPauser(t *testing.T) {
 	require.NotContains(t, body, `name="action"`)
 	require.Contains(t, body, "Sessions are not available in this process.")
 }
+
+// The Ticket's page shows how its model behaved: the reminders, the
+// refused calls and the faults its Sessions recorded.
+func TestTicketPageShowsHowTheModelBehaved(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		w := newTicketWorld(t, d)
+		var sid int64
+		require.NoError(t, d.QueryRow(ctx, `SELECT id FROM sessions WHERE ticket_id = $1`, w.ticket.ID).Scan(&sid))
+		_, err := session.NewStore(d, nil, nil).Append(ctx, d, sid, session.NudgePrefix+"the Ticket has no report.")
+		require.NoError(t, err)
+		c := w.panel.client(t)
+		c.signIn("ada")
+		body := html.UnescapeString(c.get("/admin/tickets/" + itoa(w.ticket.ID)).body)
+		require.Contains(t, body, "How the model behaved")
+		require.Regexp(t, `<tr class="behaviour"><td><code>fake-model</code></td><td>2 in 1 Session</td>\s*<td><span class="muted">none</span></td>\s*<td>1</td>`, body)
+	})
+}

@@ -108,7 +108,7 @@ func TestFailedCheckFixedOnTheSecondAttempt(t *testing.T) {
 		require.Contains(t, log, "Mention attempt 2 in NOTES.md")
 		got, err := e.store.Ticket(context.Background(), d, tk.ID)
 		require.NoError(t, err)
-		require.Equal(t, tickets.TicketWorking, got.State)
+		require.Equal(t, tickets.TicketWaiting, got.State, "reminded, the Executor reported where the fix stands")
 	})
 }
 

@@ -33,7 +33,9 @@ func (e *Executor) StoppedAtLimit(ctx context.Context, q db.Querier, ticketID in
 
 // continueSession starts the Ticket's new Session on a person's continue:
 // the same branch and pull request, and a handoff from the last Session
-// (why it stopped, its last words, the assignment) as its first message.
+// (why it stopped, its last words, and the host's facts: the original
+// request, the pull request, work not pushed, open questions, the last
+// steps) as its first message.
 // The Session, the handoff and the taken request commit together.
 func (e *Executor) continueSession(ctx context.Context, t tickets.Ticket, prev int64) (int64, error) {
 	last, err := e.sessions.Store().Latest(ctx, e.deps.DB, prev)
@@ -51,15 +53,9 @@ func (e *Executor) continueSession(ctx context.Context, t tickets.Ticket, prev i
 			break
 		}
 	}
-	var assignment string
-	if t.SourceCardID != 0 {
-		c, err := e.deps.Tickets.Card(ctx, e.deps.DB, t.SourceCardID)
-		if err != nil && !errors.Is(err, tickets.ErrNotFound) {
-			return 0, err
-		}
-		if err == nil {
-			assignment = tickets.Render(c)
-		}
+	facts, err := e.handoffFacts(ctx, t.ID)
+	if err != nil {
+		return 0, err
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "host: %s asked to continue ticket %d %q. This is a new Session of the same Ticket; ", t.Continue.By, t.ID, t.Title)
@@ -76,10 +72,8 @@ func (e *Executor) continueSession(ctx context.Context, t tickets.Ticket, prev i
 		b.WriteString(final)
 		b.WriteString("\n")
 	}
-	if assignment != "" {
-		b.WriteString("\nThe card that started the Ticket:\n")
-		b.WriteString(assignment)
-	}
+	b.WriteString("\n")
+	b.WriteString(facts)
 	var sid int64
 	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
 		s, err := e.sessions.Create(ctx, tx, session.RoleExecutor, t.ID)

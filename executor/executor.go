@@ -28,7 +28,9 @@ import (
 // documented default.
 type Config struct {
 	// Session configures the Executor Sessions' runtime (steps, wall time,
-	// budgets). Its MaxWallTime also bounds one job.
+	// budgets). Its MaxWallTime also bounds one job. Its RepeatLimit and
+	// StallSteps default to DefaultRepeatLimit and DefaultStallSteps here
+	// (the runtime's own default is not to watch).
 	Session session.Config
 	// BranchPrefix names the Ticket's branch: prefix + Ticket id. Default
 	// "superagent/ticket-".
@@ -112,6 +114,17 @@ type Deps struct {
 	RepoEnv *repoenv.Store
 }
 
+// Defaults of the watches on an Executor Session (session.Config). Three
+// identical results in a row say the call will not change by itself: the
+// host notes it, and three more after the note stop the Session, so a
+// loop costs at most six calls and the wrap-up. Thirty requests without
+// a new change, command or message is more than reading a large change
+// takes; the Session stops at sixty.
+const (
+	DefaultRepeatLimit = 3
+	DefaultStallSteps  = 30
+)
+
 // Executor runs Executor Sessions.
 type Executor struct {
 	cfg      Config
@@ -147,6 +160,12 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 	}
 	if cfg.Session.MaxWallTime <= 0 {
 		cfg.Session.MaxWallTime = 2 * time.Hour
+	}
+	if cfg.Session.RepeatLimit <= 0 {
+		cfg.Session.RepeatLimit = DefaultRepeatLimit
+	}
+	if cfg.Session.StallSteps <= 0 {
+		cfg.Session.StallSteps = DefaultStallSteps
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

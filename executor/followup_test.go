@@ -16,6 +16,7 @@ import (
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -39,7 +40,9 @@ type turn struct {
 func current(req fakeopenai.Request) turn {
 	start, first := 0, true
 	for i, m := range req.Messages {
-		if m.Role == "assistant" && len(m.ToolCalls) == 0 && m.Content != "" {
+		// An answer the host's reminder follows did not end the turn.
+		reminded := i+1 < len(req.Messages) && strings.HasPrefix(req.Messages[i+1].Content, session.NudgePrefix)
+		if m.Role == "assistant" && len(m.ToolCalls) == 0 && m.Content != "" && !reminded {
 			start, first = i+1, false
 		}
 	}
@@ -112,7 +115,9 @@ func afterPR(next func(turn) fakeopenai.Reply) func(fakeopenai.Request) fakeopen
 }
 
 // openPR runs the request through opener's draft pull request and returns
-// the Ticket, still working, and its pull request's number.
+// the Ticket, waiting (the opener's turn ends after a progress report, and
+// it reports waiting when the host reminds it), and its pull request's
+// number.
 func (e *env) openPR(t *testing.T) (tickets.Ticket, int) {
 	t.Helper()
 	tk, _ := e.request(t, "@superagent please fix the typo in the README")
@@ -120,7 +125,7 @@ func (e *env) openPR(t *testing.T) (tickets.Ticket, int) {
 	tk, err := e.store.Ticket(context.Background(), e.d, tk.ID)
 	require.NoError(t, err)
 	require.NotZero(t, tk.PullNumber, "the opener opened the draft")
-	require.Equal(t, tickets.TicketWorking, tk.State)
+	require.Equal(t, tickets.TicketWaiting, tk.State)
 	return tk, tk.PullNumber
 }
 

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -99,6 +100,31 @@ func requireSandbox(t *testing.T) {
 	}
 }
 
+// heedsReminders makes a brain follow the host's reminder of a turn that
+// ended with the Ticket still working: it reports the Ticket waiting,
+// saying what its last answer said. The tests of sloppy models script
+// their own answer to it.
+func heedsReminders(brain func(fakeopenai.Request) fakeopenai.Reply) func(fakeopenai.Request) fakeopenai.Reply {
+	return func(req fakeopenai.Request) fakeopenai.Reply {
+		last := req.LastMessage()
+		if last.Role != "user" || !strings.HasPrefix(last.Content, session.NudgePrefix) {
+			return brain(req)
+		}
+		said := "The work is where the transcript leaves it."
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			if m := req.Messages[i]; m.Role == "assistant" && strings.TrimSpace(m.Content) != "" {
+				said = m.Content
+				break
+			}
+		}
+		args, _ := json.Marshal(map[string]string{"state": "waiting", "summary": said + heededReminder})
+		return call("report", string(args))
+	}
+}
+
+// heededReminder ends the summary of heedsReminders' report.
+const heededReminder = " Waiting for what comes next."
+
 // readme is the repository's README with the typo the tests fix.
 const readme = "# Hello\n\nThis projetc says hello.\n"
 
@@ -112,7 +138,7 @@ func setup(t *testing.T, d *db.DB, brain func(fakeopenai.Request) fakeopenai.Rep
 		"test.sh":   "#!/bin/sh\nif grep -q projetc README.md; then echo 'typo still there'; exit 1; fi\necho ok\n",
 		"AGENTS.md": "Run ./test.sh before committing.\n",
 	})
-	e.model.Fallback(fakeopenai.Respond(brain))
+	e.model.Fallback(fakeopenai.Respond(heedsReminders(brain)))
 	// Secrets the service holds; none may reach the model or a transcript.
 	require.NoError(t, os.WriteFile(filepath.Join(e.dataDir, "superagent.db"), []byte("DATABASE-FILE-SECRET"), 0o600))
 	e.scrub = secret.New(modelKey, string(e.gh.PrivateKey()))
@@ -250,11 +276,16 @@ func (e *env) transcript(t *testing.T) string {
 // order, across the requests it received.
 type step struct{ name, args, result string }
 
+// The report heedsReminders answers a reminder with is left out: it is
+// the test brain's manners, not the step a test scripted.
 func steps(req fakeopenai.Request) []step {
 	var out []step
 	byID := map[string]int{}
 	for _, m := range req.Messages {
 		for _, c := range m.ToolCalls {
+			if c.Name == "report" && strings.Contains(c.Arguments, heededReminder) {
+				continue
+			}
 			byID[c.ID] = len(out)
 			out = append(out, step{name: c.Name, args: c.Arguments})
 		}

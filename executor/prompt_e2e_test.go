@@ -35,7 +35,7 @@ func TestAgentsMDChainFollowsTheDirectoriesWorkedIn(t *testing.T) {
 		e.run(t, tk.ID)
 
 		reqs := e.model.Requests()
-		require.Len(t, reqs, 2)
+		require.GreaterOrEqual(t, len(reqs), 2, "the read and the answer to it (then the reminder's report)")
 		const root = "Run ./test.sh before committing."
 		require.Contains(t, reqs[0].System(), root)
 		require.NotContains(t, reqs[0].System(), strings.TrimSpace(nested), "the nested file joins only once the Executor works there")
@@ -49,11 +49,12 @@ func TestAgentsMDChainFollowsTheDirectoriesWorkedIn(t *testing.T) {
 
 		// A restarted process keeps the chain: a follow-up's request has it.
 		e.x = e.executor(t)
+		before := len(e.model.Requests())
 		e.admit(t, 1, "alice", "also check the API docs")
 		e.run(t, tk.ID)
 		reqs = e.model.Requests()
-		require.Len(t, reqs, 3)
-		require.Equal(t, system, reqs[2].System(), "the same prompt, so the provider's cache still applies")
+		require.Greater(t, len(reqs), before)
+		require.Equal(t, system, reqs[before].System(), "the same prompt, so the provider's cache still applies")
 	})
 }
 
@@ -127,7 +128,7 @@ func TestAgentsMDChainSurvivesASymlinkLeavingTheWorkspace(t *testing.T) {
 		e.run(t, tk.ID)
 
 		reqs := e.model.Requests()
-		require.Len(t, reqs, 4, "every call was answered and the model asked again")
+		require.GreaterOrEqual(t, len(reqs), 4, "every call was answered and the model asked again")
 		ss := steps(reqs[3])
 		require.Len(t, ss, 3)
 		for _, s := range ss[:2] {
@@ -143,11 +144,12 @@ func TestAgentsMDChainSurvivesASymlinkLeavingTheWorkspace(t *testing.T) {
 		// cannot read, costs only itself.
 		_, err := d.Exec(context.Background(), `UPDATE executions SET work_dirs = $2 WHERE ticket_id = $1`, tk.ID, `["link","link/workspaces"]`)
 		require.NoError(t, err)
+		before := len(e.model.Requests())
 		e.admit(t, 1, "alice", "also check the docs")
 		e.run(t, tk.ID)
 		reqs = e.model.Requests()
-		require.Len(t, reqs, 5, "the follow-up reached the model")
-		require.Equal(t, reqs[3].System(), reqs[4].System(), "the same prompt as without the entry")
+		require.Greater(t, len(reqs), before, "the follow-up reached the model")
+		require.Equal(t, reqs[3].System(), reqs[before].System(), "the same prompt as without the entry")
 		require.Contains(t, e.logs.String(), "leaving AGENTS.md files out of the prompt")
 	})
 }

@@ -42,7 +42,9 @@ const (
 )
 
 // registry builds an Executor Session's tools. None asks a person, shows
-// UI or changes the Executor's own profile: it works unattended.
+// UI or changes the Executor's own profile: it works unattended. The tools
+// that change files, run commands or write to people are Progress: a new
+// successful call of one resets the Session's stall count.
 func (e *Executor) registry() (*session.Registry, error) {
 	tools := e.tools()
 	for i := range tools {
@@ -55,13 +57,13 @@ func (e *Executor) registry() (*session.Registry, error) {
 // its handler, is the schema the model reads.
 func (e *Executor) tools() []session.Tool {
 	return []session.Tool{
-		session.Spec[runArgs]{Name: ToolRunCommand, Handler: inWorkspace(e, e.runCommand),
+		session.Spec[runArgs]{Name: ToolRunCommand, Progress: true, Handler: inWorkspace(e, e.runCommand),
 			Description: "Run a shell command in the Ticket's workspace, isolated from the service: no service secrets, no network unless the deployment allows it. Output is capped; a non-zero exit is reported, not an error."}.Tool(),
 		session.Spec[readArgs]{Name: ToolReadFile, Idempotent: true, Handler: inWorkspace(e, e.readFile),
 			Description: "Read a text file of the workspace, with line numbers."}.Tool(),
-		session.Spec[writeArgs]{Name: ToolWriteFile, Idempotent: true, Handler: inWorkspace(e, e.writeFile),
+		session.Spec[writeArgs]{Name: ToolWriteFile, Progress: true, Idempotent: true, Handler: inWorkspace(e, e.writeFile),
 			Description: "Write a whole file of the workspace (parents are created)."}.Tool(),
-		session.Spec[editArgs]{Name: ToolEditFile, Handler: inWorkspace(e, e.editFile),
+		session.Spec[editArgs]{Name: ToolEditFile, Progress: true, Handler: inWorkspace(e, e.editFile),
 			Description: "Replace text in a workspace file: old_text must occur exactly once unless replace_all."}.Tool(),
 		session.Spec[searchArgs]{Name: ToolSearchCode, Idempotent: true, Handler: inWorkspace(e, e.searchCode),
 			Description: "Search the workspace's text files for a regular expression (RE2)."}.Tool(),
@@ -69,39 +71,39 @@ func (e *Executor) tools() []session.Tool {
 			Description: "The workspace's git status."}.Tool(),
 		session.Spec[diffArgs]{Name: ToolGitDiff, Idempotent: true, Handler: inWorkspace(e, e.gitDiff),
 			Description: "The workspace's diff (of the index when staged)."}.Tool(),
-		session.Spec[commitArgs]{Name: ToolGitCommit, Handler: inWorkspace(e, e.gitCommit),
+		session.Spec[commitArgs]{Name: ToolGitCommit, Progress: true, Handler: inWorkspace(e, e.gitCommit),
 			Description: "Commit the given paths (all changes when none) as the team's commit author."}.Tool(),
-		session.Spec[noArgs]{Name: ToolGitPush, Idempotent: true, Check: e.checkPush, Handler: inWorkspace(e, e.gitPush),
+		session.Spec[noArgs]{Name: ToolGitPush, Progress: true, Idempotent: true, Check: e.checkPush, Handler: inWorkspace(e, e.gitPush),
 			Description: "Push the Ticket's branch. Only after the confirmation, only to a repository the Mandate names."}.Tool(),
-		session.Spec[prOpenArgs]{Name: ToolPROpen, Idempotent: true, Check: e.checkPROpen, Handler: e.prOpen,
+		session.Spec[prOpenArgs]{Name: ToolPROpen, Progress: true, Idempotent: true, Check: e.checkPROpen, Handler: e.prOpen,
 			Description: "Open the Ticket's pull request from its pushed branch, always as a draft. Only after the confirmation."}.Tool(),
-		session.Spec[prUpdateArgs]{Name: ToolPRUpdate, Idempotent: true, Handler: e.prUpdate,
+		session.Spec[prUpdateArgs]{Name: ToolPRUpdate, Progress: true, Idempotent: true, Handler: e.prUpdate,
 			Description: "Update the Ticket's pull request; ready: true marks it ready for review and needs the evidence the Delivery requirements ask for (the host checks)."}.Tool(),
-		session.Spec[prCloseArgs]{Name: ToolPRClose, Idempotent: true, Handler: e.prClose,
+		session.Spec[prCloseArgs]{Name: ToolPRClose, Progress: true, Idempotent: true, Handler: e.prClose,
 			Description: "Close the Ticket's pull request to yield to a person's work: one sentence of reason and a pointer to theirs."}.Tool(),
-		session.Spec[noArgs]{Name: ToolPRMerge, Idempotent: true, Handler: e.prMerge,
+		session.Spec[noArgs]{Name: ToolPRMerge, Progress: true, Idempotent: true, Handler: e.prMerge,
 			Description: "Merge the Ticket's pull request, only when the Delivery requirements' auto-merge condition holds (the host checks it)."}.Tool(),
-		session.Spec[replyArgs]{Name: ToolReply, Idempotent: true, Check: e.checkReply, Handler: e.reply,
+		session.Spec[replyArgs]{Name: ToolReply, Progress: true, Idempotent: true, Check: e.checkReply, Handler: e.reply,
 			Description: "Write in a Thread the Ticket follows, under the message that asked (in_reply_to: its card id). GitHub messages get the team's agent line; chat messages are at most 100 words."}.Tool(),
-		session.Spec[reactArgs]{Name: ToolReact, Idempotent: true, Handler: e.react,
+		session.Spec[reactArgs]{Name: ToolReact, Progress: true, Idempotent: true, Handler: e.react,
 			Description: "React to a message (card id) in a followed Thread: GitHub reactions (+1, -1, laugh, confused, heart, hooray, rocket, eyes) or a Feishu emoji type."}.Tool(),
-		session.Spec[reviewReplyArgs]{Name: ToolReviewReply, Idempotent: true, Handler: e.reviewReply,
+		session.Spec[reviewReplyArgs]{Name: ToolReviewReply, Progress: true, Idempotent: true, Handler: e.reviewReply,
 			Description: "Reply to a review comment on the Ticket's pull request. A decline is one sentence of reason."}.Tool(),
-		session.Spec[reviewResolveArgs]{Name: ToolReviewResolve, Idempotent: true, Handler: e.reviewResolve,
+		session.Spec[reviewResolveArgs]{Name: ToolReviewResolve, Progress: true, Idempotent: true, Handler: e.reviewResolve,
 			Description: "Resolve a review thread of the Ticket's pull request (its GraphQL id, from github_read what=review_threads)."}.Tool(),
 		session.Spec[githubReadArgs]{Name: ToolGitHubRead, Idempotent: true, Handler: e.githubRead,
 			Description: "Read from GitHub (read-only): an issue, a pull request (with its files), a conversation, the review threads or the checks of a pull request; or the full text of a card (what=card, id)."}.Tool(),
 		session.Spec[threadArgs]{Name: ToolSubscribe, Idempotent: true, Handler: e.subscribe,
 			Description: "Follow a related Thread for context (owner/repo#12 or a thread key). It grants no authority: the Ticket may not write there."}.Tool(),
-		session.Spec[threadArgs]{Name: ToolUnrelated, Idempotent: true, Handler: e.unrelated,
+		session.Spec[threadArgs]{Name: ToolUnrelated, Progress: true, Idempotent: true, Handler: e.unrelated,
 			Description: "Mark a Thread attached to the Ticket as unrelated: the Ticket stops following it and hands back what it holds from there. Nothing is posted there."}.Tool(),
-		session.Spec[reportArgs]{Name: ToolReport, Check: e.checkReport, Handler: e.report,
+		session.Spec[reportArgs]{Name: ToolReport, Progress: true, Check: e.checkReport, Handler: e.report,
 			Description: "Report to the main Session when the Ticket's state changes: progress, done, blocked or waiting, with a summary and at most one human_action question. A done report states what was delivered and how it was verified; the host adds the Ticket's token use and cost."}.Tool(),
-		session.Spec[handBackArgs]{Name: ToolHandBack, Idempotent: true, Handler: e.handBack,
+		session.Spec[handBackArgs]{Name: ToolHandBack, Progress: true, Idempotent: true, Handler: e.handBack,
 			Description: "Hand back a message (card id) that is beyond this Ticket, with the reason; it goes back to the main Session once every Ticket it reached has handed it back or ended."}.Tool(),
-		session.Spec[humanActionArgs]{Name: ToolHumanAction, Check: e.checkHumanAction, Handler: e.humanAction,
+		session.Spec[humanActionArgs]{Name: ToolHumanAction, Progress: true, Check: e.checkHumanAction, Handler: e.humanAction,
 			Description: "Ask a person one concrete question only a person can answer. It is asked under message (a card id) if given, else in the Ticket's original conversation. Authorized work can continue meanwhile."}.Tool(),
-		session.Spec[repositorySetArgs]{Name: ToolRepositorySet, Idempotent: true, Handler: e.repositorySet,
+		session.Spec[repositorySetArgs]{Name: ToolRepositorySet, Progress: true, Idempotent: true, Handler: e.repositorySet,
 			Description: "Set the repository of a Ticket that has none, once, after a person named it: message is the card id of their message " +
 				"(usually their answer to your human_action question). The host checks that the person who asked for the Ticket may have work done " +
 				"there, then clones it and runs its setup, so your workspace and GitHub tools work for the rest of the Session. " +

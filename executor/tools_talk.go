@@ -270,7 +270,7 @@ type reportArgs struct {
 	Message     int64  `json:"message,omitempty" jsonschema_description:"card id under which to ask human_action"`
 }
 
-func (e *Executor) checkReport(_ context.Context, _ session.Call, a reportArgs) error {
+func (e *Executor) checkReport(ctx context.Context, call session.Call, a reportArgs) error {
 	if strings.TrimSpace(a.Summary) == "" {
 		return session.Refuse("a report needs a summary")
 	}
@@ -280,7 +280,17 @@ func (e *Executor) checkReport(_ context.Context, _ session.Call, a reportArgs) 
 	if questions(a.HumanAction) > 1 {
 		return session.Refuse("a report carries at most one human_action question")
 	}
-	return nil
+	return e.checkMessage(ctx, call.TicketID, a.Message)
+}
+
+// checkMessage refuses a card id (message, in_reply_to) that is not a
+// message the Ticket received; 0 names none.
+func (e *Executor) checkMessage(ctx context.Context, ticketID, cardID int64) error {
+	if cardID == 0 {
+		return nil
+	}
+	_, err := e.messageOf(ctx, ticketID, cardID)
+	return err
 }
 
 // ticketStates is the Ticket state each report state moves it to.
@@ -364,6 +374,9 @@ func (e *Executor) report(ctx context.Context, call session.Call, a reportArgs) 
 // the Ticket's own pull request is still a draft, unless the report says,
 // in human_action, what is left for a person: a draft is unfinished work.
 func (e *Executor) doneState(ctx context.Context, t tickets.Ticket, a reportArgs) (string, error) {
+	if err := e.checkClaims(ctx, t, a.Summary); err != nil {
+		return "", err
+	}
 	if t.PullNumber == 0 {
 		return tickets.TicketDone, nil
 	}
@@ -386,7 +399,7 @@ type humanActionArgs struct {
 	Message  int64  `json:"message,omitempty"`
 }
 
-func (e *Executor) checkHumanAction(_ context.Context, _ session.Call, a humanActionArgs) error {
+func (e *Executor) checkHumanAction(ctx context.Context, call session.Call, a humanActionArgs) error {
 	q := strings.TrimSpace(a.Question)
 	switch {
 	case q == "":
@@ -396,21 +409,29 @@ func (e *Executor) checkHumanAction(_ context.Context, _ session.Call, a humanAc
 	case outbox.Words(q) > e.cfg.MaxChatWords:
 		return session.Refuse("the question is %d words; at most %d", outbox.Words(q), e.cfg.MaxChatWords)
 	}
-	return nil
+	return e.checkMessage(ctx, call.TicketID, a.Message)
 }
 
 func (e *Executor) humanAction(ctx context.Context, call session.Call, a humanActionArgs) (string, error) {
 	r := tickets.Report{TicketID: call.TicketID, SessionID: call.SessionID, State: tickets.ReportWaiting,
 		Summary: "A question only a person can answer.", HumanAction: strings.TrimSpace(a.Question)}
 	if a.Message != 0 {
-		if _, err := e.messageOf(ctx, call.TicketID, a.Message); err != nil {
-			return "", err
-		}
 		r.Message = strconv.FormatInt(a.Message, 10)
 	}
 	err := e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
-		_, err := e.deps.Wake.Report(ctx, tx, r)
-		return err
+		if _, err := e.deps.Wake.Report(ctx, tx, r); err != nil {
+			return err
+		}
+		// A waiting Report: the Ticket waits on a person, as for report
+		// waiting, so a turn that ends now leaves nothing undone.
+		t, err := e.deps.Tickets.Ticket(ctx, tx, call.TicketID)
+		if err != nil || (t.State != tickets.TicketWorking && t.State != tickets.TicketOpen) {
+			return err
+		}
+		if err := e.deps.Tickets.SetTicketState(ctx, tx, call.TicketID, tickets.TicketWaiting); err != nil && !errors.Is(err, tickets.ErrPaused) {
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return "", err

@@ -45,8 +45,12 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.ExecuteArgs]) err
 	case err != nil && job.Attempt >= maxAttempts && ctx.Err() == nil && !errors.Is(err, retry.ErrStopping):
 		// Retrying has not helped (a repository that cannot be cloned, a
 		// model that keeps failing): a person hears of it, once.
-		if rerr := w.e.giveUp(context.WithoutCancel(ctx), job.Args.TicketID, err); rerr != nil {
+		if rerr := w.e.giveUp(context.WithoutCancel(ctx), job.Args.TicketID, fmt.Sprintf("job:%d", job.ID), err); rerr != nil {
 			return errors.Join(err, rerr)
+		}
+		// The progress comment and the status card say so too.
+		if rerr := w.e.syncProgress(context.WithoutCancel(ctx), job.Args.TicketID, true); rerr != nil {
+			w.e.cfg.Logger.Warn("updating the progress on GitHub", "ticket", job.Args.TicketID, "error", w.e.deps.Scrubber.Scrub(rerr.Error()))
 		}
 		// No more writes come from this job: a stop is said now.
 		if rerr := w.e.releaseHeld(context.WithoutCancel(ctx), job.Args.TicketID); rerr != nil {
@@ -62,13 +66,27 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.ExecuteArgs]) err
 const maxAttempts = 5
 
 // giveUp reports the Ticket blocked by an error the Executor could not get
-// past.
-func (e *Executor) giveUp(ctx context.Context, ticketID int64, cause error) error {
+// past, and tells its requester; key names the job that gave up.
+func (e *Executor) giveUp(ctx context.Context, ticketID int64, key string, cause error) error {
 	msg := e.deps.Scrubber.Scrub(cause.Error())
 	if len(msg) > 500 {
 		msg = msg[:500] + "…"
 	}
 	e.cfg.Logger.Error("giving up on an executor job", "ticket", ticketID, "error", msg)
+	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, ticketID)
+	if err != nil {
+		return err
+	}
+	work := e.state(ctx, t).describe(e, t)
+	r := hostReport{
+		Summary:  fmt.Sprintf("The Executor failed %d times in a row and stopped: %s. A person must fix the cause, then retry it; a new message in the Ticket's Threads also starts it again.", maxAttempts, msg),
+		Sentence: fmt.Sprintf("The agent stopped work on %q because its job failed %d times in a row (%s)", t.Title, maxAttempts, oneLine(msg, 160)),
+	}
+	if work != "" {
+		r.Summary += " Work: " + work + "."
+		r.Sentence += "; " + work
+	}
+	r.Sentence += "; a person must fix the cause and say retry."
 	return e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
 		if err := e.deps.Tickets.SetTicketState(ctx, tx, ticketID, tickets.TicketWaiting); err != nil && !errors.Is(err, tickets.ErrPaused) {
 			return err
@@ -77,10 +95,11 @@ func (e *Executor) giveUp(ctx context.Context, ticketID int64, cause error) erro
 		if err := e.deps.Tickets.Fail(ctx, tx, ticketID, msg); err != nil {
 			return err
 		}
-		_, err := e.deps.Wake.Report(ctx, tx, tickets.Report{TicketID: ticketID, State: tickets.ReportBlocked,
-			Summary: fmt.Sprintf("The Executor failed %d times in a row and stopped: %s. A person must fix the cause, then retry it; a new message in the Ticket's Threads also starts it again.", maxAttempts, msg)})
-		if err != nil || e.deps.Feishu == nil {
+		if err := e.reportForHost(ctx, tx, t, 0, key, r); err != nil {
 			return err
+		}
+		if e.deps.Feishu == nil {
+			return nil
 		}
 		return e.deps.Wake.ShowCard(ctx, tx, ticketID)
 	})
@@ -198,6 +217,10 @@ func (e *Executor) execute(ctx context.Context, ticketID int64) error {
 			_, err := e.deliver(ctx, t.ID, sid)
 			return err
 		},
+		Unfinished: e.unfinished,
+		HandoffFacts: func(ctx context.Context, s *session.Session) (string, error) {
+			return e.handoffFacts(ctx, s.TicketID)
+		},
 	}
 	e.cfg.Logger.Info("executor started", "ticket", t.ID, "session", sid, "repo", t.Repo)
 	last, why, err := e.work(ctx, t, sid, tools, opts)
@@ -264,6 +287,11 @@ func (e *Executor) work(ctx context.Context, t tickets.Ticket, sid int64, tools 
 			return s.ID, cmp.Or(s.StateReason, string(s.State)), e.settle(ctx, t.ID, s)
 		}
 		out, err := e.sessions.Run(ctx, s.ID, tools, opts)
+		if fault := (*session.FaultError)(nil); errors.As(err, &fault) {
+			// The model kept answering unusably: this job fails (River
+			// tries again later), and the Ticket's page says why.
+			e.modelFault(ctx, t, fault)
+		}
 		if err != nil {
 			return out.SessionID, "", fmt.Errorf("running the executor of ticket %d: %w", t.ID, err)
 		}
@@ -328,17 +356,20 @@ func (e *Executor) settle(ctx context.Context, ticketID int64, s *session.Sessio
 	if s.State != session.StateStopped || t.Pause != nil || pausedReason(s.StateReason) || strings.HasPrefix(s.StateReason, reportedReason) {
 		return nil
 	}
-	return e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+	r := e.stoppedReport(ctx, t, s)
+	err = e.deps.DB.InTx(ctx, func(tx *db.Tx) error {
 		if err := e.deps.Tickets.SetTicketState(ctx, tx, ticketID, tickets.TicketWaiting); err != nil && !errors.Is(err, tickets.ErrPaused) {
 			return err
 		}
 		if err := e.sessions.Store().Stop(ctx, tx, s.ID, reportedReason+": "+s.StateReason); err != nil {
 			return err
 		}
-		_, err := e.deps.Wake.Report(ctx, tx, tickets.Report{TicketID: ticketID, SessionID: s.ID, State: tickets.ReportBlocked,
-			Summary: fmt.Sprintf("The Executor stopped at its %s limit; a person must decide how to continue.", s.StateReason)})
-		return err
+		return e.reportForHost(ctx, tx, t, s.ID, fmt.Sprintf("session:%d", s.ID), r)
 	})
+	if err == nil {
+		e.cfg.Logger.Info("report", "ticket", ticketID, "session", s.ID, "state", tickets.ReportBlocked, "by", "host", "why", s.StateReason)
+	}
+	return err
 }
 
 // cleanUp removes an ended Ticket's workspace and its checkpoint. A
@@ -356,4 +387,15 @@ func (e *Executor) cleanUp(ctx context.Context, ticketID int64) error {
 		e.cfg.Logger.Warn("deleting the checkpoint of an ended ticket", "ticket", ticketID, "error", err)
 	}
 	return nil
+}
+
+// modelFault records why the model failed the job on the Ticket, where
+// its page shows it, and logs it.
+func (e *Executor) modelFault(ctx context.Context, t tickets.Ticket, fault *session.FaultError) {
+	msg := e.deps.Scrubber.Scrub(fault.Error())
+	e.cfg.Logger.Warn("model fault persists", "ticket", t.ID, "session", fault.SessionID, "repo", t.Repo,
+		"model", fault.Model, "fault", fault.Kind, "attempts", fault.Attempts, "error", msg)
+	if err := e.deps.Tickets.Fail(context.WithoutCancel(ctx), e.deps.DB, t.ID, msg); err != nil {
+		e.cfg.Logger.Warn("recording a model fault", "ticket", t.ID, "error", err)
+	}
 }

@@ -26,6 +26,11 @@ type conversation struct {
 	// (its prompt and output tokens); chars counts what came after.
 	tokensAtRequest int64
 	chars           int
+	// events is what happened in the conversation, in order, for the
+	// loop and stall watch (watch.go).
+	events []event
+	// calls maps the open calls' ids to what they asked.
+	calls map[string]model.ToolCall
 }
 
 func (c *conversation) add(m Message) {
@@ -38,13 +43,22 @@ func (c *conversation) add(m Message) {
 		c.lastAssistantSeq = m.Seq
 		c.lastText = m.Content
 		mm.ToolCalls = m.ToolCalls
+		if c.calls == nil {
+			c.calls = map[string]model.ToolCall{}
+		}
 		for _, tc := range m.ToolCalls {
 			c.chars += len(tc.Arguments) + len(tc.Name)
+			c.calls[tc.ID] = tc
 		}
 		c.msgs = append(c.msgs, mm)
 		c.open = append([]model.ToolCall(nil), m.ToolCalls...)
+		c.events = append(c.events, event{kind: eventStep, seq: m.Seq})
 	case model.RoleTool:
 		c.msgs = append(c.msgs, mm)
+		tc := c.calls[m.ToolCallID]
+		delete(c.calls, m.ToolCallID)
+		c.events = append(c.events, event{kind: eventResult, seq: m.Seq, name: tc.Name, key: callKey(tc),
+			result: sameResult(m.Content), done: m.state == toolDone})
 		for i, tc := range c.open {
 			if tc.ID == m.ToolCallID {
 				c.open = append(c.open[:i], c.open[i+1:]...)
@@ -56,6 +70,7 @@ func (c *conversation) add(m Message) {
 			c.deferred = nil
 		}
 	default:
+		c.events = append(c.events, event{kind: inbound(m.Content), seq: m.Seq})
 		if len(c.open) > 0 {
 			c.deferred = append(c.deferred, mm)
 		} else {

@@ -16,6 +16,13 @@ type Metrics struct {
 	tokens  *prometheus.CounterVec
 	cost    *prometheus.CounterVec
 	latency *prometheus.HistogramVec
+	// How each model behaves: the host's refusals of its calls, its
+	// reminders, the loops and stalls it noted or stopped, and the
+	// unusable answers asked again.
+	refusals *prometheus.CounterVec
+	nudges   *prometheus.CounterVec
+	loops    *prometheus.CounterVec
+	faults   *prometheus.CounterVec
 }
 
 // NewMetrics registers the superagent_model_* metrics on reg, or returns
@@ -35,6 +42,22 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time from sending a model request to its complete answer, by role and model.",
 			Buckets: []float64{0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256},
 		}, []string{"role", "model"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "superagent_model_refusals_total",
+			Help: "Tool calls the host refused, by role, model and kind (unknown_tool, bad_json, bad_arguments, host_rule).",
+		}, []string{"role", "model", "kind"}),
+		nudges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "superagent_model_nudges_total",
+			Help: "Turns the model ended with work left undone, by role, model and outcome (reminded: the host reminded it once; stopped: it ended the turn again and the host stopped the Session).",
+		}, []string{"role", "model", "outcome"}),
+		loops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "superagent_model_loops_total",
+			Help: "Loops the host saw, by role, model, kind (repeated_call, no_progress) and outcome (noted, stopped).",
+		}, []string{"role", "model", "kind", "outcome"}),
+		faults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "superagent_model_faults_total",
+			Help: "Unusable answers (no_choices, refusal, truncated, empty, empty_handoff), by role, model, kind and outcome (retried: asked again in place; failed: the Run gave up; accepted: an empty answer taken as the end of the turn).",
+		}, []string{"role", "model", "kind", "outcome"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -48,6 +71,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	if m.latency, err = metric.Register(reg, m.latency); err != nil {
 		return nil, fmt.Errorf("registering model metrics: %w", err)
+	}
+	for _, c := range []**prometheus.CounterVec{&m.refusals, &m.nudges, &m.loops, &m.faults} {
+		if *c, err = metric.Register(reg, *c); err != nil {
+			return nil, fmt.Errorf("registering model metrics: %w", err)
+		}
 	}
 	return m, nil
 }
@@ -73,3 +101,17 @@ func (r *Runtime) observe(ctx context.Context, s *Session, rec *Request) {
 	}
 	r.cfg.Metrics.observe(s.Role, r.model.Model(), repo, rec)
 }
+
+// count adds one to a behaviour counter of the Session's role and model,
+// when the runtime has metrics.
+func (r *Runtime) count(c func(*Metrics) *prometheus.CounterVec, s *Session, labels ...string) {
+	if r.cfg.Metrics == nil {
+		return
+	}
+	c(r.cfg.Metrics).WithLabelValues(append([]string{string(s.Role), r.model.Model()}, labels...)...).Inc()
+}
+
+func refusalsOf(m *Metrics) *prometheus.CounterVec { return m.refusals }
+func nudgesOf(m *Metrics) *prometheus.CounterVec   { return m.nudges }
+func loopsOf(m *Metrics) *prometheus.CounterVec    { return m.loops }
+func faultsOf(m *Metrics) *prometheus.CounterVec   { return m.faults }

@@ -18,10 +18,11 @@ import (
 // wraps every tool of a registry (metrics, guards) may wrap Check and
 // Handler, which read the arguments from Call.Arguments.
 type Tool struct {
-	// Name, Description and Idempotent are the Spec's.
+	// Name, Description, Idempotent and Progress are the Spec's.
 	Name        string
 	Description string
 	Idempotent  bool
+	Progress    bool
 	// Check and Handler are the Spec's, decoding the arguments first.
 	Check   func(ctx context.Context, call Call) error
 	Handler func(ctx context.Context, call Call) (string, error)
@@ -147,10 +148,10 @@ func (t *registered) admit(ctx context.Context, call Call) (json.RawMessage, str
 	}
 	var v any
 	if err := json.Unmarshal([]byte(raw), &v); err != nil {
-		return nil, "refused: the arguments are not valid JSON: " + err.Error()
+		return nil, refusedJSON + err.Error()
 	}
 	if problems := argumentProblems(t.schema, v); len(problems) > 0 {
-		return nil, "refused: invalid arguments: " + strings.Join(problems, "; ")
+		return nil, refusedArguments + strings.Join(problems, "; ")
 	}
 	call.Arguments = json.RawMessage(raw)
 	if t.Check != nil {
@@ -159,6 +160,37 @@ func (t *registered) admit(ctx context.Context, call Call) (json.RawMessage, str
 		}
 	}
 	return call.Arguments, ""
+}
+
+// Kinds of refusal of a tool call, as the metrics and the Ticket page
+// count them: a tool that does not exist, arguments that are not JSON,
+// arguments the schema refuses (wrong names or types), and a host rule (a
+// Check or a Handler's Refusal: a word limit, a claim that does not hold).
+const (
+	RefusalUnknownTool  = "unknown_tool"
+	RefusalBadJSON      = "bad_json"
+	RefusalBadArguments = "bad_arguments"
+	RefusalHostRule     = "host_rule"
+)
+
+// The beginnings of the refusals the registry writes itself.
+const (
+	refusedUnknown   = "refused: there is no tool named "
+	refusedJSON      = "refused: the arguments are not valid JSON: "
+	refusedArguments = "refused: invalid arguments: "
+)
+
+// RefusalKind classifies the result text of a refused call.
+func RefusalKind(result string) string {
+	switch {
+	case strings.HasPrefix(result, refusedUnknown):
+		return RefusalUnknownTool
+	case strings.HasPrefix(result, refusedJSON):
+		return RefusalBadJSON
+	case strings.HasPrefix(result, refusedArguments):
+		return RefusalBadArguments
+	}
+	return RefusalHostRule
 }
 
 // resultOf turns a handler's outcome into the text the model reads.

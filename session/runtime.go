@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/model"
+	"github.com/superagent-dev/superagent/internal/retry"
 	"github.com/superagent-dev/superagent/internal/secret"
 )
 
@@ -40,8 +43,31 @@ type Config struct {
 	// given. Default: a request to write the handoff its instructions
 	// describe.
 	HandoffMessage string
-	// MaxToolResultBytes caps a tool result the model reads. Default: 64 KiB.
+	// MaxToolResultBytes caps a tool result the model reads. Default: 64
+	// KiB, and never more bytes than the context window has tokens (about
+	// a quarter of it), so one result cannot fill the context.
 	MaxToolResultBytes int
+	// RepeatLimit is how many times in a row the same call (tool and
+	// arguments) may come back with the same result, timings aside,
+	// before the host notes it to the model; at twice as many the Session
+	// wraps up and stops with ReasonRepeatedCall. Default: 0, not watched.
+	RepeatLimit int
+	// StallSteps is how many model requests in a row may pass without
+	// progress (a message from outside, or the first successful call of
+	// its kind by a Progress tool) before the host notes it; at twice as
+	// many the Session wraps up and stops with ReasonNoProgress. Default:
+	// 0, not watched.
+	StallSteps int
+	// FaultRetries is how many times an unusable answer (model.Fault: no
+	// choices, a refusal, cut at the output limit, empty) is asked for
+	// again in place before the Run gives up with a *FaultError. Default:
+	// 3.
+	FaultRetries int
+	// FaultBackoff is the wait before asking again; it doubles each time,
+	// up to 30 s. Default: 2 s.
+	FaultBackoff time.Duration
+	// Sleep waits, returning early with ctx's error. Default: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// RelaxedIntent lets a tool call's intent commit on PostgreSQL without
 	// waiting for the WAL flush (one fsync, several milliseconds, per call).
 	// A dying process still never repeats a side effect: PostgreSQL flushes
@@ -105,6 +131,16 @@ func New(cfg Config, d *db.DB, m Model, prompts PromptSource, scrub *secret.Scru
 	if cfg.MaxToolResultBytes <= 0 {
 		cfg.MaxToolResultBytes = 64 << 10
 	}
+	cfg.MaxToolResultBytes = int(min(int64(cfg.MaxToolResultBytes), max(cfg.ContextWindow, 1024)))
+	if cfg.FaultRetries <= 0 {
+		cfg.FaultRetries = 3
+	}
+	if cfg.FaultBackoff <= 0 {
+		cfg.FaultBackoff = 2 * time.Second
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = retry.Sleep
+	}
 	return &Runtime{cfg: cfg, d: d, store: NewStore(d, scrub, now), model: m, prompts: prompts, scrub: scrub, now: now}
 }
 
@@ -135,6 +171,20 @@ type RunOptions struct {
 	// Handoff returns the request for a handoff at rollover (for example
 	// the role's handoff part). Default: Config.HandoffMessage.
 	Handoff func(ctx context.Context, s *Session) (string, error)
+	// HandoffFacts returns what the caller knows for certain about the
+	// work (the original request, the facts of the Ticket, open
+	// questions, the last steps): at rollover it goes into the
+	// successor's first message beside the model's handoff, so a sloppy
+	// or empty handoff loses none of it. Default: none.
+	HandoffFacts func(ctx context.Context, s *Session) (string, error)
+	// Unfinished is asked when the model ends its turn: it says what the
+	// turn left undone, in words for the model, or "" when nothing. The
+	// first time in a turn the host reminds the model of it (NudgePrefix)
+	// and the Session goes on; if the turn ends again with work undone,
+	// the Session stops with ReasonUnfinished. An empty answer is asked
+	// for again in place while something is undone. Default: nothing is
+	// ever undone.
+	Unfinished func(ctx context.Context, s *Session) (string, error)
 }
 
 // Outcome is how a Run ended.
@@ -192,7 +242,22 @@ func (r *Runtime) Run(ctx context.Context, sessionID int64, tools *Registry, opt
 		case conv.empty():
 			return r.finish(ctx, out, s, StateDone, ReasonNoInput)
 		case conv.turnEnded():
-			return r.finish(ctx, out, s, StateDone, ReasonEndTurn)
+			undone, err := r.undone(ctx, s, opts)
+			if err != nil {
+				return r.interrupted(out, err)
+			}
+			if undone == "" {
+				return r.finish(ctx, out, s, StateDone, ReasonEndTurn)
+			}
+			if nudged(conv.events) {
+				r.count(nudgesOf, s, "stopped")
+				return r.finish(ctx, out, s, StateStopped, ReasonUnfinished)
+			}
+			if err := r.note(ctx, s, conv, NudgePrefix+undone); err != nil {
+				return r.interrupted(out, err)
+			}
+			r.count(nudgesOf, s, "reminded")
+			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return r.interrupted(out, err)
@@ -203,7 +268,23 @@ func (r *Runtime) Run(ctx context.Context, sessionID int64, tools *Registry, opt
 			}
 		}
 		purpose := "step"
+		var found watchFinding
+		if s.wrapUpReason == "" {
+			found = r.watch(conv, tools)
+		}
+		if found.note != "" {
+			if err := r.note(ctx, s, conv, found.note); err != nil {
+				return r.interrupted(out, err)
+			}
+			r.count(loopsOf, s, found.kind, "noted")
+		}
 		if s.wrapUpReason != "" {
+			purpose = "wrap_up"
+		} else if found.wrapUp != "" {
+			if err := r.startWrapUp(ctx, s, conv, found.wrapUp); err != nil {
+				return out, err
+			}
+			r.count(loopsOf, s, found.kind, "stopped")
 			purpose = "wrap_up"
 		} else if reason, err := r.limit(ctx, s, started); err != nil {
 			return out, err
@@ -224,7 +305,7 @@ func (r *Runtime) Run(ctx context.Context, sessionID int64, tools *Registry, opt
 			}
 			continue
 		}
-		if err := r.step(ctx, s, conv, tools, purpose); err != nil {
+		if err := r.step(ctx, s, conv, tools, purpose, opts); err != nil {
 			return r.interrupted(out, err)
 		}
 		out.Steps++
@@ -261,8 +342,15 @@ func (r *Runtime) load(ctx context.Context, sessionID int64) (*Session, *convers
 	if err != nil {
 		return nil, nil, err
 	}
+	states, err := r.store.callStates(ctx, r.d, s.ID)
+	if err != nil {
+		return nil, nil, err
+	}
 	conv := &conversation{}
 	for _, m := range msgs {
+		if m.Role == model.RoleTool {
+			m.state = states[m.ToolCallID]
+		}
 		conv.add(m)
 	}
 	tokens, err := r.store.lastRequestTokens(ctx, r.d, s.ID)
@@ -392,13 +480,28 @@ func (r *Runtime) ask(ctx context.Context, s *Session, msgs []model.Message, too
 	return resp, rec, nil
 }
 
-// step makes one model request and stores it with the assistant message.
-func (r *Runtime) step(ctx context.Context, s *Session, conv *conversation, tools *Registry, purpose string) error {
-	resp, rec, err := r.ask(ctx, s, conv.messages(), tools, false)
+// undone asks the caller what the turn left undone (RunOptions.Unfinished).
+func (r *Runtime) undone(ctx context.Context, s *Session, opts RunOptions) (string, error) {
+	if opts.Unfinished == nil {
+		return "", nil
+	}
+	text, err := opts.Unfinished(ctx, s)
+	if err != nil {
+		return "", fmt.Errorf("checking what the turn of session %d left undone: %w", s.ID, err)
+	}
+	return strings.TrimSpace(text), nil
+}
+
+// step makes one model request (asking again in place while the answer is
+// unusable) and stores it with the assistant message.
+func (r *Runtime) step(ctx context.Context, s *Session, conv *conversation, tools *Registry, purpose string, opts RunOptions) error {
+	resp, rec, err := r.answerOf(ctx, s, conv, tools, purpose, func() (bool, error) {
+		undone, err := r.undone(ctx, s, opts)
+		return undone == "", err
+	})
 	if err != nil {
 		return err
 	}
-	rec.Purpose = purpose
 	m := Message{Role: model.RoleAssistant, Content: resp.Content, Reasoning: resp.Reasoning, ToolCalls: resp.ToolCalls}
 	err = r.d.InTx(ctx, func(tx *db.Tx) error {
 		if err := r.store.relaxCommit(ctx, tx); err != nil {
@@ -468,14 +571,13 @@ func (r *Runtime) answer(ctx context.Context, s *Session, tools *Registry, tc mo
 		return r.store.recordResult(ctx, s.ID, tc, true, toolInterrupted, Interrupted)
 	}
 	if tool == nil {
-		return r.store.recordResult(ctx, s.ID, tc, false, toolRefused,
-			fmt.Sprintf("refused: there is no tool named %q", tc.Name))
+		return r.refused(s)(r.store.recordResult(ctx, s.ID, tc, false, toolRefused, refusedUnknown+strconv.Quote(tc.Name)))
 	}
 	call := Call{SessionID: s.ID, TicketID: s.TicketID, Role: s.Role, ID: tc.ID, Name: tc.Name}
 	call.Arguments = []byte(tc.Arguments)
 	args, refusal := tool.admit(ctx, call)
 	if refusal != "" {
-		return r.store.recordResult(ctx, s.ID, tc, interrupted, toolRefused, refusal)
+		return r.refused(s)(r.store.recordResult(ctx, s.ID, tc, interrupted, toolRefused, refusal))
 	}
 	call.Arguments = args
 	if err := r.recordIntent(ctx, s.ID, tc, attempts+1); err != nil {
@@ -491,5 +593,15 @@ func (r *Runtime) answer(ctx context.Context, s *Session, tools *Registry, tc mo
 	text = cleanResult(r.scrub, text, r.cfg.MaxToolResultBytes)
 	// The tool has acted: record that even if ctx ends now, or the next Run
 	// would think it interrupted.
-	return r.store.recordResult(context.WithoutCancel(ctx), s.ID, tc, true, state, text)
+	return r.refused(s)(r.store.recordResult(context.WithoutCancel(ctx), s.ID, tc, true, state, text))
+}
+
+// refused counts a refused call in the metrics by its kind.
+func (r *Runtime) refused(s *Session) func(Message, error) (Message, error) {
+	return func(m Message, err error) (Message, error) {
+		if err == nil && m.state == toolRefused {
+			r.count(refusalsOf, s, RefusalKind(m.Content))
+		}
+		return m, err
+	}
 }

@@ -58,6 +58,27 @@ const (
 	ReasonCostBudget  = "cost_budget"
 	ReasonCancelled   = "cancelled"
 	ReasonRollover    = "context_rollover"
+	// ReasonRepeatedCall: the same call kept coming back with the same
+	// result after the host's note (Config.RepeatLimit).
+	ReasonRepeatedCall = "repeated_call"
+	// ReasonNoProgress: no progress for twice Config.StallSteps requests.
+	ReasonNoProgress = "no_progress"
+	// ReasonUnfinished: the model ended its turn with work left undone
+	// (RunOptions.Unfinished) again after the host's reminder.
+	ReasonUnfinished = "unfinished_turn"
+)
+
+// Host notes: messages the runtime adds to a conversation on its own.
+// Each begins with its prefix, by which the runtime and readers of the
+// transcript recognise it.
+const (
+	// NudgePrefix begins the one reminder a turn gets when it ends with
+	// work left undone.
+	NudgePrefix = "host: reminder: "
+	// RepeatPrefix begins the note on a call repeated with the same result.
+	RepeatPrefix = "host: repeated call: "
+	// StallPrefix begins the note on requests without progress.
+	StallPrefix = "host: no progress: "
 )
 
 // Session is a stored conversation.
@@ -122,6 +143,10 @@ type Message struct {
 	// RequestID is the model request that produced an assistant message.
 	RequestID int64
 	CreatedAt time.Time
+
+	// state is a tool message's call state (done, failed, refused,
+	// interrupted), where the runtime knows it.
+	state string
 }
 
 // Request is a stored model request.

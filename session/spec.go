@@ -37,6 +37,11 @@ type Spec[A any] struct {
 	// Idempotent tools are run again when a crash interrupted them; others
 	// are reported to the model as interrupted instead.
 	Idempotent bool
+	// Progress marks a tool whose successful call moves the work on: it
+	// changes files, runs a command or sends a message. A new such call
+	// resets the runtime's stall count (Config.StallSteps); reading does
+	// not.
+	Progress bool
 	// Check, when set, runs after schema validation: a non-nil error refuses
 	// the call and its text is what the model reads ("refused: <text>").
 	// Host-enforced limits (word counts, wait limits, references) go here.
@@ -56,7 +61,7 @@ func (s Spec[A]) Tool() Tool {
 	if err != nil {
 		p = &params{err: err}
 	}
-	t := Tool{Name: s.Name, Description: s.Description, Idempotent: s.Idempotent, params: p}
+	t := Tool{Name: s.Name, Description: s.Description, Idempotent: s.Idempotent, Progress: s.Progress, params: p}
 	if s.Check != nil {
 		t.Check = func(ctx context.Context, call Call) error {
 			a, err := decode[A](call)

@@ -86,6 +86,7 @@ func (st *Store) recordResult(ctx context.Context, sessionID int64, call model.T
 		stored, err = st.insertMessage(ctx, tx, sessionID, Message{Role: model.RoleTool, Content: result, ToolCallID: call.ID})
 		return err
 	})
+	stored.state = state
 	return stored, err
 }
 

@@ -226,7 +226,8 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 		return &settingError{"SUPERAGENT_SANDBOX", err.Error() + " (install bubblewrap, or set SUPERAGENT_SANDBOX=none for development only)"}
 	}
 	a.executor, err = executor.New(executor.Config{
-		Session:     session.Config{MaxWallTime: cfg.ExecutorWallTime, TokenBudget: cfg.TicketBudget, CostBudget: cfg.TicketCostBudget, Metrics: usage},
+		Session: session.Config{MaxWallTime: cfg.ExecutorWallTime, TokenBudget: cfg.TicketBudget, CostBudget: cfg.TicketCostBudget, Metrics: usage,
+			MaxSteps: int64(cfg.ExecutorMaxSteps), RepeatLimit: cfg.ExecutorRepeatLimit, StallSteps: cfg.ExecutorStallSteps},
 		LeaseTTL:    cfg.ExecutorLease,
 		ReviewBots:  cfg.ReviewBots,
 		PublicURL:   cfg.PublicURL,

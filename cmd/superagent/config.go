@@ -101,8 +101,15 @@ type config struct {
 	secretsBox       *secret.Box
 	ExecutorWallTime time.Duration
 	ExecutorLease    time.Duration
-	TicketBudget     int64
-	ReviewBots       []string
+	// ExecutorMaxSteps, ExecutorRepeatLimit and ExecutorStallSteps bound
+	// an Executor Session: model requests, the same call with the same
+	// result in a row, and requests without progress (0: the defaults,
+	// 200, executor.DefaultRepeatLimit and executor.DefaultStallSteps).
+	ExecutorMaxSteps    int
+	ExecutorRepeatLimit int
+	ExecutorStallSteps  int
+	TicketBudget        int64
+	ReviewBots          []string
 
 	// PublicURL is SUPERAGENT_PUBLIC_URL, the base of links to Ticket pages.
 	PublicURL string
@@ -393,6 +400,18 @@ func loadConfig(getenv func(string) string) (*config, error) {
 			c.ExecutorLease, err = parseDuration("SUPERAGENT_EXECUTOR_LEASE", getenv("SUPERAGENT_EXECUTOR_LEASE"), 2*time.Minute)
 			return err
 		},
+		func() (err error) {
+			c.ExecutorMaxSteps, err = parseAtLeast("SUPERAGENT_EXECUTOR_MAX_STEPS", getenv("SUPERAGENT_EXECUTOR_MAX_STEPS"), 1, "model requests")
+			return err
+		},
+		func() (err error) {
+			c.ExecutorRepeatLimit, err = parseAtLeast("SUPERAGENT_EXECUTOR_REPEAT_LIMIT", getenv("SUPERAGENT_EXECUTOR_REPEAT_LIMIT"), 2, "calls")
+			return err
+		},
+		func() (err error) {
+			c.ExecutorStallSteps, err = parseAtLeast("SUPERAGENT_EXECUTOR_STALL_STEPS", getenv("SUPERAGENT_EXECUTOR_STALL_STEPS"), 2, "model requests")
+			return err
+		},
 		func() error {
 			v := getenv("SUPERAGENT_TICKET_TOKEN_BUDGET")
 			if v == "" {
@@ -603,6 +622,19 @@ func parseCount(name, v, unit string) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n <= 0 {
 		return 0, &settingError{name, fmt.Sprintf("must be a positive number of %s, got %q", unit, v)}
+	}
+	return n, nil
+}
+
+// parseAtLeast reads a whole number of unit no smaller than least; empty
+// means 0, the default.
+func parseAtLeast(name, v string, least int, unit string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		return 0, &settingError{name, fmt.Sprintf("must be a number of %s, at least %d, got %q", unit, least, v)}
 	}
 	return n, nil
 }

@@ -33,6 +33,12 @@ func TestLoadConfigDefaults(t *testing.T) {
 	require.Equal(t, 30*time.Second, c.ShutdownTimeout)
 	require.Equal(t, time.Hour, c.RescueAfter)
 	require.Equal(t, "superagent", c.GitHubTriggerLabel)
+	require.Zero(t, c.ExecutorMaxSteps+c.ExecutorRepeatLimit+c.ExecutorStallSteps, "the Executor's own defaults apply")
+
+	c, err = loadConfig(envOf(map[string]string{"SUPERAGENT_EXECUTOR_MAX_STEPS": "50", "SUPERAGENT_EXECUTOR_REPEAT_LIMIT": "4",
+		"SUPERAGENT_EXECUTOR_STALL_STEPS": "20"}))
+	require.NoError(t, err)
+	require.Equal(t, []int{50, 4, 20}, []int{c.ExecutorMaxSteps, c.ExecutorRepeatLimit, c.ExecutorStallSteps})
 }
 
 func TestLoadConfigRefusesBadValues(t *testing.T) {
@@ -61,6 +67,9 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		{"sandbox memory", "SUPERAGENT_SANDBOX_MEMORY", "8GB", `SUPERAGENT_SANDBOX_MEMORY: must be a positive size such as 8GiB, 512MiB or a number of bytes, got "8GB"`},
 		{"sandbox disk", "SUPERAGENT_SANDBOX_DISK", "-1", `SUPERAGENT_SANDBOX_DISK: must be a positive size such as 8GiB, 512MiB or a number of bytes, got "-1"`},
 		{"lease", "SUPERAGENT_EXECUTOR_LEASE", "-1s", "SUPERAGENT_EXECUTOR_LEASE: must be a positive duration"},
+		{"max steps", "SUPERAGENT_EXECUTOR_MAX_STEPS", "0", `SUPERAGENT_EXECUTOR_MAX_STEPS: must be a number of model requests, at least 1, got "0"`},
+		{"repeat limit", "SUPERAGENT_EXECUTOR_REPEAT_LIMIT", "1", `SUPERAGENT_EXECUTOR_REPEAT_LIMIT: must be a number of calls, at least 2, got "1"`},
+		{"stall steps", "SUPERAGENT_EXECUTOR_STALL_STEPS", "many", `SUPERAGENT_EXECUTOR_STALL_STEPS: must be a number of model requests, at least 2, got "many"`},
 		{"setup timeout", "SUPERAGENT_SETUP_TIMEOUT", "later", `SUPERAGENT_SETUP_TIMEOUT: must be a positive duration such as 30s or 5m, got "later"`},
 		{"setup disk", "SUPERAGENT_SETUP_DISK", "1TB", `SUPERAGENT_SETUP_DISK: must be a positive size`},
 		{"secrets key", "SUPERAGENT_SECRETS_KEY", "too-short", "SUPERAGENT_SECRETS_KEY: the key must be 32 bytes"},

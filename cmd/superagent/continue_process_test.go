@@ -72,7 +72,10 @@ func TestPleaseContinueAfterALimit(t *testing.T) {
 		gh.SetPermission(helloRepo, "Codertocat", "write")
 		model := scriptedModel(t, stuckThenResumed)
 		const secret, token = "continue-webhook-secret", "continue-admin-token-0123456789"
-		p, store := serveFor(t, dbURL, gh, model, secret, token, nil)
+		// The step limit is the setting's; the repeated git_status would
+		// otherwise be stopped as a loop first.
+		p, store := serveFor(t, dbURL, gh, model, secret, token, map[string]string{
+			"SUPERAGENT_EXECUTOR_MAX_STEPS": "12", "SUPERAGENT_EXECUTOR_REPEAT_LIMIT": "1000"})
 		deliverGitHub(t, p, secret, "issue_comment", "continue-request", commentPayload(t, "@superagent please fix the typo in the README"))
 		sessions := func() int {
 			var n int

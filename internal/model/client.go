@@ -203,7 +203,9 @@ func (c *Client) ContextWindow() int64 { return c.cfg.ContextWindow }
 func (c *Client) ReplaysReasoning() bool { return c.replay }
 
 // Complete sends req, retrying transient failures, and returns the first
-// choice's answer with its usage priced.
+// choice's answer with its usage priced. An answer that came back unusable
+// (no choices, a refusal, cut at the output limit, empty) is returned as it
+// is: Response.Fault names it, and the caller decides.
 func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 	params, err := c.params(req)
 	if err != nil {
@@ -322,12 +324,19 @@ type messageExtras struct {
 }
 
 func (c *Client) response(comp *openai.ChatCompletion) (*Response, error) {
+	u, err := ParseUsage([]byte(comp.Usage.RawJSON()))
+	if err != nil {
+		return nil, fmt.Errorf("requesting %s: %w", c.cfg.Model, err)
+	}
+	u.Cost = c.price(comp.Model).Cost(u)
 	if len(comp.Choices) == 0 {
-		return nil, fmt.Errorf("requesting %s: the answer has no choices", c.cfg.Model)
+		// Some providers answer a filtered or failed generation so: the
+		// caller decides whether to ask again (Response.Fault).
+		return &Response{NoChoices: true, Model: comp.Model, Usage: u}, nil
 	}
 	choice := comp.Choices[0]
 	msg := choice.Message
-	out := &Response{Content: msg.Content, FinishReason: choice.FinishReason, Model: comp.Model}
+	out := &Response{Content: msg.Content, FinishReason: choice.FinishReason, Model: comp.Model, Refusal: msg.Refusal, Usage: u}
 	if raw := msg.RawJSON(); raw != "" {
 		var ex messageExtras
 		if err := json.Unmarshal([]byte(raw), &ex); err == nil {
@@ -344,12 +353,6 @@ func (c *Client) response(comp *openai.ChatCompletion) (*Response, error) {
 		}
 		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
-	u, err := ParseUsage([]byte(comp.Usage.RawJSON()))
-	if err != nil {
-		return nil, fmt.Errorf("requesting %s: %w", c.cfg.Model, err)
-	}
-	u.Cost = c.price(comp.Model).Cost(u)
-	out.Usage = u
 	return out, nil
 }
 

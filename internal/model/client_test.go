@@ -232,3 +232,31 @@ func TestConfigErrors(t *testing.T) {
 	_, err = model.New(model.Config{Model: "m", ReasoningReplay: "sometimes"})
 	require.Error(t, err)
 }
+
+// TestUnusableAnswers reads the answers real providers send that carry
+// nothing to act on: each comes back as a Response naming its fault, with
+// its usage, not as an error, and no attempt is retried by the client.
+func TestUnusableAnswers(t *testing.T) {
+	srv := fakeopenai.New(t,
+		fakeopenai.Reply{NoChoices: true, Usage: fakeopenai.UsageOpenAI(40, 0, 0)},
+		fakeopenai.Refused("I can't help with that."),
+		fakeopenai.Reply{Content: "The fix is to chan", FinishReason: "length"},
+		fakeopenai.Reply{Content: "", FinishReason: "content_filter"},
+		fakeopenai.Empty(),
+		fakeopenai.Text("fine"),
+	)
+	c, sl := newClient(t, srv, nil)
+	req := model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}}
+	for _, want := range []string{model.FaultNoChoices, model.FaultRefusal, model.FaultTruncated, model.FaultRefusal, model.FaultEmpty, ""} {
+		resp, err := c.Complete(t.Context(), req)
+		require.NoError(t, err)
+		require.Equal(t, want, resp.Fault(), "answer %d", len(srv.Requests()))
+		if want == model.FaultNoChoices {
+			require.EqualValues(t, 40, resp.Usage.Input, "the usage of an answer without choices still counts")
+		}
+		if want == "" {
+			require.Equal(t, "fine", resp.Content)
+		}
+	}
+	require.Empty(t, sl.waits, "the client retries transport faults only")
+}

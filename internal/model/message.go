@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"strings"
 )
 
 // Roles of the messages in a Request. The system prompt is not a message:
@@ -66,4 +67,40 @@ type Response struct {
 	Usage        Usage
 	// Model is the model name the provider reports having used.
 	Model string
+	// Refusal is the model's refusal text, when it declined to answer
+	// (OpenAI's message.refusal).
+	Refusal string
+	// NoChoices says the provider answered without any choice: there is
+	// no message at all, only (perhaps) usage.
+	NoChoices bool
+}
+
+// Faults of an answer that came back but gives the caller nothing it can
+// act on. A caller retries them; they are not transport errors.
+const (
+	// FaultNoChoices: the answer holds no choice at all.
+	FaultNoChoices = "no_choices"
+	// FaultRefusal: the model refused (a refusal, or a content filter).
+	FaultRefusal = "refusal"
+	// FaultTruncated: the answer was cut at the output limit
+	// (finish_reason "length"); its text or tool arguments are partial.
+	FaultTruncated = "truncated"
+	// FaultEmpty: neither text nor a tool call.
+	FaultEmpty = "empty"
+)
+
+// Fault is the kind of fault of the answer (one of the Fault constants),
+// or "" when it is usable.
+func (r *Response) Fault() string {
+	switch {
+	case r.NoChoices:
+		return FaultNoChoices
+	case r.Refusal != "" || r.FinishReason == "content_filter":
+		return FaultRefusal
+	case r.FinishReason == "length":
+		return FaultTruncated
+	case strings.TrimSpace(r.Content) == "" && len(r.ToolCalls) == 0:
+		return FaultEmpty
+	}
+	return ""
 }

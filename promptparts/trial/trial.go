@@ -176,6 +176,10 @@ func (t *Trial) one(ctx context.Context, d promptparts.Draft, id int64) (Result,
 		res.DraftError = scrub(err.Error())
 		return res, nil
 	}
+	if resp.NoChoices {
+		res.DraftError = "the model answered without any choice (no message at all); try again"
+		return res, nil
+	}
 	calls := make([]model.ToolCall, len(resp.ToolCalls))
 	for i, c := range resp.ToolCalls {
 		c.Arguments = scrub(c.Arguments)

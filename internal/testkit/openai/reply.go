@@ -27,8 +27,16 @@ type Reply struct {
 	ReasoningField string
 	// ToolCalls are the calls the assistant makes; an empty ID is filled in.
 	ToolCalls []ToolCall
-	// FinishReason defaults to "tool_calls" with calls, else "stop".
+	// FinishReason defaults to "tool_calls" with calls, else "stop";
+	// "length" is an answer cut at the output limit, "content_filter" one
+	// a filter stopped.
 	FinishReason string
+	// Refusal is sent in the message's refusal field (content null), as
+	// OpenAI does when the model declines.
+	Refusal string
+	// NoChoices answers with an empty choices array (and the usage), as
+	// some providers and gateways do for a generation they dropped.
+	NoChoices bool
 	// Usage is the raw usage object. Default: UsageOpenAI(100, 0, 10).
 	Usage map[string]any
 	// Model is the reported model. Default: the requested one.
@@ -69,6 +77,18 @@ func Status(code int, retryAfter string) Reply {
 	}
 	return r
 }
+
+// Empty is an answer with neither text nor a tool call.
+func Empty() Reply { return Reply{} }
+
+// NoChoices is an answer without any choice.
+func NoChoices() Reply { return Reply{NoChoices: true} }
+
+// Truncated is text cut at the output limit (finish_reason "length").
+func Truncated(partial string) Reply { return Reply{Content: partial, FinishReason: "length"} }
+
+// Refused is the model declining, in the refusal field.
+func Refused(why string) Reply { return Reply{Refusal: why} }
 
 // Respond computes the reply from the request.
 func Respond(fn func(Request) Reply) Reply { return Reply{Func: fn} }

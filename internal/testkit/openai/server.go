@@ -1,7 +1,9 @@
 // Package openai is a fake OpenAI-compatible chat completions server for
 // tests: a real HTTP server (httptest) that speaks the wire format, plays a
 // script of replies (text, tool calls, reasoning, usage in several
-// providers' shapes, errors with Retry-After, slow or hanging answers) and
+// providers' shapes, errors with Retry-After, slow or hanging answers, and
+// the unusable answers real providers send: no choices, a refusal, a cut at
+// the output limit) and
 // records every request for assertions. Import it as fakeopenai.
 //
 // Only non-streaming requests are supported: a request with "stream": true
@@ -165,9 +167,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func completion(n int, req Request, r Reply) map[string]any {
-	msg := map[string]any{"role": "assistant", "content": r.Content}
-	if r.Content == "" && len(r.ToolCalls) > 0 {
+	msg := map[string]any{"role": "assistant", "content": r.Content, "refusal": nil}
+	if r.Content == "" && (len(r.ToolCalls) > 0 || r.Refusal != "") {
 		msg["content"] = nil
+	}
+	if r.Refusal != "" {
+		msg["refusal"] = r.Refusal
 	}
 	if r.Reasoning != "" {
 		field := r.ReasoningField
@@ -203,12 +208,18 @@ func completion(n int, req Request, r Reply) map[string]any {
 	if model == "" {
 		model = req.Model
 	}
+	choices := []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}}
+	if r.NoChoices {
+		// What providers send for a generation they dropped (a content
+		// filter on the prompt, an upstream failure behind a gateway).
+		choices = []any{}
+	}
 	return map[string]any{
 		"id":      fmt.Sprintf("chatcmpl-fake-%d", n),
 		"object":  "chat.completion",
 		"created": 1700000000 + n,
 		"model":   model,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
+		"choices": choices,
 		"usage":   usage,
 	}
 }

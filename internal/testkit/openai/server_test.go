@@ -67,3 +67,26 @@ func TestStreamingRefused(t *testing.T) {
 	code, _, _ := post(t, s.URL(), `{"model":"m","stream":true,"messages":[]}`)
 	require.Equal(t, http.StatusBadRequest, code)
 }
+
+// TestUnusableAnswersOnTheWire checks the shapes of the answers that carry
+// nothing to act on against OpenAI's chat completion object: choices is
+// an empty array, or the message holds a refusal with null content, or
+// finish_reason says where the answer was cut.
+func TestUnusableAnswersOnTheWire(t *testing.T) {
+	s := New(t, NoChoices(), Refused("no"), Truncated("half a sent"))
+	const body = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	_, out, _ := post(t, s.URL(), body)
+	require.Equal(t, []any{}, out["choices"])
+	require.NotNil(t, out["usage"])
+
+	_, out, _ = post(t, s.URL(), body)
+	msg := out["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	require.Equal(t, "no", msg["refusal"])
+	require.Contains(t, msg, "content")
+	require.Nil(t, msg["content"])
+
+	_, out, _ = post(t, s.URL(), body)
+	choice := out["choices"].([]any)[0].(map[string]any)
+	require.Equal(t, "length", choice["finish_reason"])
+	require.Nil(t, choice["message"].(map[string]any)["refusal"], "refusal is null when the model did not refuse")
+}
