@@ -63,7 +63,7 @@ func TestCgroupDelegate(t *testing.T) {
 func TestCgroupCreateWritesLimits(t *testing.T) {
 	cfg := Config{MemoryBytes: 256 << 20, MaxProcesses: 60, CPUs: 2}
 	p := &cgroupParent{dir: t.TempDir(), controllers: []string{"cpu", "memory", "pids"}}
-	c, err := p.create(cfg)
+	c, err := p.create(cfg, 7)
 	require.NoError(t, err)
 	require.Equal(t, p.dir, filepath.Dir(c.dir))
 	require.Equal(t, "268435456", readFile(t, filepath.Join(c.dir, "memory.max")))
@@ -79,14 +79,14 @@ func TestCgroupCreateWritesLimits(t *testing.T) {
 	ev := c.events()
 	require.Equal(t, cgroupEvents{oomKills: 1, pidsMax: 3}, ev)
 	cfg.cgroup = p
-	notes := limitNotes(cfg, 137, "Killed\n", ev)
-	require.Contains(t, notes, "[stopped: the sandbox reached its memory limit of 256 MiB (cgroup memory.max) and the kernel killed 1 process(es)]")
-	require.Contains(t, notes, "[limit: the sandbox allows 60 processes and threads at once (cgroup pids.max); 3 fork(s) failed]")
+	notes := limitNotes(cfg, identityOf(7), 137, "Killed\n", ev)
+	require.Contains(t, notes, "[stopped: this command's sandbox reached its memory limit of 256 MiB (cgroup memory.max) and the kernel killed 1 process(es)]")
+	require.Contains(t, notes, "[limit: this command's sandbox allows 60 processes and threads at once (cgroup pids.max); 3 fork(s) failed]")
 
 	// No CPU cap by default; and a controller that is not delegated is
 	// left to the rlimit.
 	p = &cgroupParent{dir: t.TempDir(), controllers: []string{"cpu", "pids"}}
-	c, err = p.create(Config{MemoryBytes: 1 << 30, MaxProcesses: 10})
+	c, err = p.create(Config{MemoryBytes: 1 << 30, MaxProcesses: 10}, 7)
 	require.NoError(t, err)
 	require.Equal(t, "max 100000", readFile(t, filepath.Join(c.dir, "cpu.max")))
 	require.NoFileExists(t, filepath.Join(c.dir, "memory.max"))

@@ -94,7 +94,7 @@ func (m *Manager) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	st, err := m.runSandboxed(ctx, tools, 0, dir, sandboxWorkspace, "true", &out, extras{}, nil)
+	st, err := m.runSandboxed(ctx, tools, dir, sandboxWorkspace, "true", &out, extras{id: identityOf(0)}, nil)
 	if err == nil && st.exitCode != 0 {
 		err = fmt.Errorf("exit status %d", st.exitCode)
 	}
@@ -271,8 +271,10 @@ func (m *Manager) Open(ticketID int64) (*Workspace, error) {
 func (m *Manager) Remove(ticketID int64) error {
 	unlock := m.lock(ticketID)
 	defer unlock()
-	if err := removeAll(m.dir(ticketID)); err != nil {
-		return fmt.Errorf("removing workspace of ticket %d: %w", ticketID, err)
+	for _, d := range []string{m.dir(ticketID), m.scratchDir(ticketID)} {
+		if err := removeAll(d); err != nil {
+			return fmt.Errorf("removing workspace of ticket %d: %w", ticketID, err)
+		}
 	}
 	return nil
 }

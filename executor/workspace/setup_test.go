@@ -41,7 +41,9 @@ func TestSetupConcurrentTicketsBuildOnce(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(results[0].CacheDir, "bin", "marker"))
 	require.NoError(t, err)
 	require.Equal(t, "built\n", string(b))
-	require.Equal(t, results[0].CacheDir, m.SetupCache("o/r", ScriptHash(script)))
+	w1, err := m.Open(1)
+	require.NoError(t, err)
+	require.Equal(t, results[0].CacheDir, w1.SetupCache("o/r"))
 
 	// Commands see it read-only, with its bin on PATH.
 	w, err := m.Open(1)
@@ -67,8 +69,8 @@ func TestSetupLimitsFailAndKeepNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, r.OK)
 	require.True(t, r.OverQuota, "%+v", r)
-	require.Contains(t, r.Tail, "setup cache passed its quota of 1 MiB")
-	require.Empty(t, m.SetupCache("o/r", ScriptHash(big)))
+	require.Contains(t, r.Tail, "setup cache passed its disk quota of 1 MiB")
+	require.Empty(t, w.SetupCache("o/r"))
 
 	slow := []byte("echo starting\nsleep 30\n")
 	r, err = w.Setup(ctx, "o/r", slow, nil)
