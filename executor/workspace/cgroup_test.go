@@ -143,7 +143,7 @@ func TestSandboxInRealCgroup(t *testing.T) {
 		line, done := procLine(t, w, "sleep 1005", 2*time.Second, "sleep\x001005", "cgroup", "0::")
 		cg := filepath.Join(mount, strings.TrimPrefix(line, "0::"))
 		require.Equal(t, p.dir, filepath.Dir(cg))
-		require.True(t, strings.HasPrefix(filepath.Base(cg), "sandbox-"), cg)
+		require.True(t, strings.HasPrefix(filepath.Base(cg), "sandbox-ticket-1-"), "named for its Ticket: %s", cg)
 		res := <-done
 		require.True(t, res.TimedOut)
 		// Killed whole and removed.
@@ -153,6 +153,9 @@ func TestSandboxInRealCgroup(t *testing.T) {
 
 	t.Run("LimitsHoldForTheWholeSandbox", func(t *testing.T) {
 		if !p.has("pids") || !p.has("memory") {
+			if os.Getenv("SUPERAGENT_TEST_CGROUP_LIMITS") == "required" {
+				t.Fatalf("the pids and memory controllers are not delegated at %s (%v), and this run requires them", p.dir, p.controllers)
+			}
 			t.Skipf("the pids and memory controllers are not delegated here (%v)", p.controllers)
 		}
 		res := run(t, w, "for i in $(seq 100); do sleep 5 & done; echo ALL-STARTED")
