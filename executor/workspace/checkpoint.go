@@ -7,8 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -40,9 +40,9 @@ type wipMark struct {
 }
 
 const (
-	wipMarkFile  = "superagent-wip"
-	wipAuthor    = "superagent"
-	wipEmail     = "superagent@localhost"
+	wipMarkFile = "superagent-wip"
+	wipAuthor   = "superagent"
+	wipEmail    = "superagent@localhost"
 )
 
 func (w *Workspace) readMark() wipMark {
@@ -82,7 +82,9 @@ const (
 // meant for the model and names the file.
 type CheckpointRefusal struct{ Reason string }
 
-func (e *CheckpointRefusal) Error() string { return "the work in progress was not checkpointed: " + e.Reason }
+func (e *CheckpointRefusal) Error() string {
+	return "the work in progress was not checkpointed: " + e.Reason
+}
 
 // Checkpoint records the work in progress, commits and working tree, in
 // WIPRef of remote, without touching the workspace's index or HEAD. The

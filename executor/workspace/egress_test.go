@@ -91,7 +91,7 @@ func TestEgressAllowed(t *testing.T) {
 		{"registry.test:443", false},
 		{"203.0.113.7:443", true},
 		{"[::ffff:203.0.113.7]:443", false}, // the mapped form is not the listed address
-		{"[::cb00:7107]:443", false},         // nor the IPv4-compatible one
+		{"[::cb00:7107]:443", false},        // nor the IPv4-compatible one
 		{"203.0.113.8:443", false},
 	} {
 		host, port, err := splitTarget(tc.target, 0)

@@ -99,10 +99,10 @@ type launch struct {
 	// overlay is the mount a private mount namespace makes before bwrap
 	// starts (privileged only): the build caches' layers.
 	overlay *overlayMount
-	files      []*os.File // bwrap's ends, closed once it has started
-	ours       []*os.File // our ends of its pipes
-	info       *os.File   // bwrap's --info-fd, read for the child pid (network only)
-	block      *os.File   // bwrap's --block-fd, written once the network is up
+	files   []*os.File // bwrap's ends, closed once it has started
+	ours    []*os.File // our ends of its pipes
+	info    *os.File   // bwrap's --info-fd, read for the child pid (network only)
+	block   *os.File   // bwrap's --block-fd, written once the network is up
 }
 
 // pass hands f to bwrap and returns the fd number it will have there.
