@@ -229,6 +229,9 @@ func (m *Manager) clone(ctx context.Context, ticketID int64, remote Remote) erro
 	if err != nil {
 		return fmt.Errorf("cloning: %w", err)
 	}
+	if err := m.git.stampCheckout(ctx, tmp, tmp, "HEAD", nil); err != nil {
+		return fmt.Errorf("cloning: %w", err)
+	}
 	if err := os.Rename(tmp, m.dir(ticketID)); err != nil {
 		return fmt.Errorf("moving clone into place: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // sandboxBuild is where a command finds its build caches (Go's build and
@@ -128,4 +129,47 @@ func (o *overlayMount) wrap(name string, args []string) (string, []string, error
 	// cgroup, its death signal, the files it inherits).
 	script := `mount -t overlay -o "$1" superagent-build "$2" && shift 2 && exec "$@"`
 	return "/usr/bin/unshare", append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh", opts, o.target, name}, args...), nil
+}
+
+// stampCheckout sets the modification time of every regular file git
+// checked out in dir to the committer time of commit, so that two
+// checkouts of one commit (setup's clean one, each Ticket's clone) look
+// alike to tools that key their caches on file times: Go's test cache
+// reuses a test's result only when the files it opened have the same
+// size and time. A file that differs between two commits gets their
+// different times, so nothing stale is reused. Symlinks are left alone
+// (a time set through one would land outside). git runs in dir with env;
+// tree is the work tree whose files are stamped.
+func (g gitRunner) stampCheckout(ctx context.Context, dir, tree, commit string, env []string) error {
+	out, err := g.run(ctx, gitCmd{dir: dir, args: []string{"show", "-s", "--format=%ct", commit}, env: env})
+	if err != nil {
+		return fmt.Errorf("reading the commit's time: %w", err)
+	}
+	secs, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+	if err != nil {
+		return fmt.Errorf("reading the commit's time: %q", out)
+	}
+	when := time.Unix(secs, 0)
+	files, err := g.run(ctx, gitCmd{dir: dir, args: []string{"ls-files", "-z"}, env: env})
+	if err != nil {
+		return fmt.Errorf("listing the checkout: %w", err)
+	}
+	for name := range strings.SplitSeq(files, "\x00") {
+		p := filepath.Join(tree, filepath.FromSlash(name))
+		if fi, err := os.Lstat(p); name == "" || err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if err := os.Chtimes(p, when, when); err != nil {
+			return fmt.Errorf("setting file times: %w", err)
+		}
+	}
+	// The index's stat data follows, so git does not read every file
+	// again at the next status.
+	if _, err := g.run(ctx, gitCmd{dir: dir, args: []string{"update-index", "-q", "--refresh"}, env: env}); err != nil {
+		var gerr *GitError
+		if !errors.As(err, &gerr) || gerr.ExitCode != 1 {
+			return fmt.Errorf("refreshing the index: %w", err)
+		}
+	}
+	return nil
 }

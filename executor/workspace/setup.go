@@ -362,6 +362,10 @@ func (w *Workspace) checkoutClean(ctx context.Context, commit, dir, index string
 	if _, err := w.m.git.run(ctx, gitCmd{dir: w.dir, args: []string{"checkout-index", "--all", "--force", "--prefix=" + dir + "/"}, env: env}); err != nil {
 		return fmt.Errorf("setup: checking out the default branch: %w", err)
 	}
+	// The same file times as a Ticket's clone of the same commit.
+	if err := w.m.git.stampCheckout(ctx, w.dir, dir, commit, append(env, "GIT_WORK_TREE="+dir)); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
 	return nil
 }
 
