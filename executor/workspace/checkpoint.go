@@ -74,7 +74,6 @@ const (
 	maxCheckpointFile  = 100 << 20
 	sandboxCheckpoint  = "/wip"
 	checkpointListFile = "list"
-	checkpointTreeFile = "tree"
 )
 
 // CheckpointRefusal is a checkpoint the host would not take: what the
@@ -114,11 +113,16 @@ func (w *Workspace) Checkpoint(ctx context.Context, remote func(context.Context)
 	if err := w.underQuota(); err != nil {
 		return cp, false, &CheckpointRefusal{Reason: err.Error()}
 	}
-	tree, err := w.stageTree(ctx)
+	index, err := w.stage(ctx, nil)
 	if err != nil {
 		return cp, false, err
 	}
-	cp.Tree = tree
+	// From here on the host reads the index and objects, never the tree.
+	out, err := w.m.git.run(ctx, gitCmd{dir: w.dir, args: []string{"write-tree"}, env: []string{"GIT_INDEX_FILE=" + index}})
+	if err != nil {
+		return cp, false, fmt.Errorf("checkpointing: writing the tree: %w", err)
+	}
+	cp.Tree = strings.TrimSpace(out)
 	if cp.Head, err = w.Head(ctx); err != nil {
 		return cp, false, fmt.Errorf("checkpointing: %w", err)
 	}
@@ -131,7 +135,7 @@ func (w *Workspace) Checkpoint(ctx context.Context, remote func(context.Context)
 		// Nothing the remote lacks: no ref to make.
 		return cp, false, nil
 	}
-	out, err := w.m.git.run(ctx, gitCmd{
+	out, err = w.m.git.run(ctx, gitCmd{
 		dir:  w.dir,
 		args: []string{"commit-tree", cp.Tree, "-p", cp.Head, "-m", fmt.Sprintf("superagent: work in progress of ticket %d", w.id)},
 		env: []string{
@@ -180,49 +184,62 @@ func (w *Workspace) cleanAndPushed(ctx context.Context, cp Checkpoint) bool {
 	return err == nil && strings.TrimSpace(n) == "0"
 }
 
-// stageTree writes the work tree's tree (what `git add --all` takes) and
-// returns its id. Git runs in the sandbox over the work tree, with the
-// workspace's .git read-only and a private index and object directory
-// writable at /wip; the host then checks what it would hold, and moves
-// the objects into .git.
-func (w *Workspace) stageTree(ctx context.Context) (string, error) {
+// stage stages the work tree as `git add --all -- <paths>` would (all of
+// it without paths) into a private index, starting from the workspace's
+// index, and returns that index's path. Git runs in the sandbox over the
+// work tree, with the workspace's .git read-only and the private index
+// and an object directory writable at /wip; the host checks what it would
+// take before git reads any of it, then moves the objects into .git.
+func (w *Workspace) stage(ctx context.Context, paths []string) (string, error) {
 	wip := filepath.Join(w.m.scratchDir(w.id), "wip")
 	if err := emptyDir(wip); err != nil {
-		return "", fmt.Errorf("checkpointing: %w", err)
+		return "", fmt.Errorf("staging: %w", err)
 	}
 	if err := os.Mkdir(filepath.Join(wip, "objects"), 0o700); err != nil {
-		return "", fmt.Errorf("checkpointing: %w", err)
+		return "", fmt.Errorf("staging: %w", err)
 	}
 	// Starting from the real index reuses its file stats, so tracked files
 	// unchanged since the last commit or add are not read again.
 	if err := copyFile(filepath.Join(w.dir, ".git", "index"), filepath.Join(wip, "index")); err != nil {
-		return "", fmt.Errorf("checkpointing: copying the index: %w", err)
+		return "", fmt.Errorf("staging: copying the index: %w", err)
 	}
 	git := "git"
 	for i := 0; i < len(safeConfig); i += 2 {
 		git += " -c '" + safeConfig[i+1] + "'"
 	}
 	git += " -c core.untrackedCache=false"
-	list := git + " ls-files -z --others --modified --exclude-standard > " + sandboxCheckpoint + "/" + checkpointListFile
+	spec := " -- ."
+	if len(paths) > 0 {
+		spec = " --"
+		for _, p := range paths {
+			spec += " " + shellQuote(p)
+		}
+	}
+	list := git + " ls-files -z --others --modified --exclude-standard" + spec + " > " + sandboxCheckpoint + "/" + checkpointListFile
 	if err := w.runCheckpointGit(ctx, wip, list); err != nil {
 		return "", err
 	}
 	if err := w.checkCandidates(filepath.Join(wip, checkpointListFile)); err != nil {
 		return "", err
 	}
-	stage := git + " add --all -- . && " + git + " write-tree > " + sandboxCheckpoint + "/" + checkpointTreeFile
-	if err := w.runCheckpointGit(ctx, wip, stage); err != nil {
+	if err := w.runCheckpointGit(ctx, wip, git+" add --all"+spec); err != nil {
 		return "", err
 	}
-	raw, err := os.ReadFile(filepath.Join(wip, checkpointTreeFile))
-	tree := strings.TrimSpace(string(raw))
-	if err != nil || !isObjectID(tree) {
-		return "", fmt.Errorf("checkpointing: writing the tree gave no tree id (%q)", tree)
-	}
 	if err := moveObjects(filepath.Join(wip, "objects"), filepath.Join(w.dir, ".git", "objects")); err != nil {
-		return "", fmt.Errorf("checkpointing: %w", err)
+		return "", fmt.Errorf("staging: %w", err)
 	}
-	return tree, nil
+	index := filepath.Join(wip, "index")
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(index, 0, 0); err != nil {
+			return "", fmt.Errorf("staging: %w", err)
+		}
+	}
+	return index, nil
+}
+
+// shellQuote quotes s for /bin/sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // runCheckpointGit runs script (host-written git commands) in the

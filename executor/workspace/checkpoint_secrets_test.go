@@ -124,6 +124,14 @@ func TestCheckpointIsBoundedAndUnprivileged(t *testing.T) {
 	require.False(t, taken)
 	require.Contains(t, err.Error(), "sparse.bin is 1.5 GiB (a sparse file counts every byte), over the 100 MiB a pushed file may hold")
 	require.Empty(t, hostGit(t, e.bare, "for-each-ref", "refs/superagent/"))
+	// A commit stages the same way: refused before git reads the file.
+	_, err = ws.Commit(ctx, "add it", nil, Author{Name: "A", Email: "a@example.com"})
+	require.ErrorContains(t, err, "committing: sparse.bin is 1.5 GiB")
+	// Paths are passed to git in the sandbox as they are.
+	writeFile(t, ws, "it's here.txt", "quoted\n")
+	_, err = ws.Commit(ctx, "one file", []string{"it's here.txt"}, Author{Name: "A", Email: "a@example.com"})
+	require.NoError(t, err)
+	require.Equal(t, "it's here.txt", hostGit(t, ws.Dir(), "-c", "safe.directory=*", "show", "--name-only", "--format=", "HEAD"))
 
 	require.NoError(t, os.Remove(filepath.Join(ws.Dir(), "sparse.bin")))
 	writeFile(t, ws, "work.txt", "done\n")
@@ -131,7 +139,7 @@ func TestCheckpointIsBoundedAndUnprivileged(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, taken)
 	// What git wrote in the sandbox is its user's, not root's.
-	fi, err := os.Stat(filepath.Join(ws.m.scratchDir(ws.TicketID()), "wip", checkpointTreeFile))
+	fi, err := os.Stat(filepath.Join(ws.m.scratchDir(ws.TicketID()), "wip", checkpointListFile))
 	require.NoError(t, err)
 	require.Equal(t, uint32(identityOf(ws.TicketID()).uid), fi.Sys().(*syscall.Stat_t).Uid)
 	if os.Geteuid() == 0 {

@@ -161,18 +161,25 @@ func (w *Workspace) Commit(ctx context.Context, message string, paths []string, 
 	} else if nested != "" {
 		return "", fmt.Errorf("committing: %s is a nested git repository; remove it (or its .git) first", nested)
 	}
-	add := []string{"add", "--all", "--"}
-	if len(paths) == 0 {
-		add = append(add, ".")
-	}
+	var rels []string
 	for _, p := range paths {
 		rel, err := w.relPath(p)
 		if err != nil {
 			return "", fmt.Errorf("committing: %w", err)
 		}
-		add = append(add, rel)
+		rels = append(rels, rel)
 	}
-	if _, err := w.git(ctx, add...); err != nil {
+	// Git reads the work tree only in the sandbox (see stage); the host
+	// then takes the index it wrote.
+	stageCtx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	index, err := w.stage(stageCtx, rels)
+	cancel()
+	if refused := (*CheckpointRefusal)(nil); errors.As(err, &refused) {
+		return "", fmt.Errorf("committing: %s", refused.Reason)
+	} else if err != nil {
+		return "", fmt.Errorf("staging changes: %w", err)
+	}
+	if err := os.Rename(index, filepath.Join(w.dir, ".git", "index")); err != nil {
 		return "", fmt.Errorf("staging changes: %w", err)
 	}
 	if _, err := w.git(ctx, "diff", "--cached", "--quiet", "--ignore-submodules=all"); err == nil {
