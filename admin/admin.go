@@ -9,8 +9,10 @@
 //
 // Pages are server-rendered (html/template over an embedded file system) and
 // work without JavaScript; a small script only adds conveniences. People sign
-// in with the admin token and get a session cookie whose id is stored hashed
-// and revoked on sign-out. Every form carries a per-session CSRF token, and
+// in with the admin token or GitHub and get a session cookie whose id is
+// stored hashed and revoked on sign-out; the session lasts only while what
+// granted it holds (the same token, the login's role), checked on every
+// request, and ends after two idle hours or eight in all. Every form carries a per-session CSRF token, and
 // the same cookie authenticates the JSON API through Authenticator, which
 // requires the token in a header for anything but reads.
 //
@@ -29,12 +31,14 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/superagent-dev/superagent/executor/repoenv"
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/people"
@@ -47,18 +51,18 @@ import (
 //go:embed templates static
 var assets embed.FS
 
-// DefaultSessionTTL is how long a panel session lasts when Config sets no
-// SessionTTL.
-const DefaultSessionTTL = 12 * time.Hour
-
 // Config tunes the panel. The zero value is the documented default, except
 // that without a Token nobody can sign in.
 type Config struct {
 	// Token is the admin token people sign in with. Empty: sign-in is
 	// refused.
 	Token string
-	// SessionTTL is how long a sign-in lasts. Default DefaultSessionTTL.
+	// SessionTTL is the most a sign-in lasts, however busy. Default
+	// DefaultSessionTTL.
 	SessionTTL time.Duration
+	// SessionIdle ends a session unused this long. Default
+	// DefaultSessionIdle.
+	SessionIdle time.Duration
 	// SecureCookie marks the session cookie Secure on every response, for a
 	// deployment behind a TLS-terminating proxy. Default: Secure only when
 	// the request itself arrived over TLS.
@@ -69,6 +73,9 @@ type Config struct {
 	// MaxStreams bounds the live Ticket pages streaming at once; more are
 	// refused with 503 and update on reload. Default DefaultMaxStreams.
 	MaxStreams int
+	// MaxStreamsPerSession bounds those one session holds; more are
+	// refused with 429. Default DefaultMaxStreamsPerSession.
+	MaxStreamsPerSession int
 	// StreamPoll is how often a live stream reads the database. Default
 	// DefaultStreamPoll.
 	StreamPoll time.Duration
@@ -123,6 +130,17 @@ type Deps struct {
 	// People is who is who; nil hides the people page and turns GitHub
 	// sign-in off.
 	People *people.Store
+	// FeishuSignIn is Feishu's web sign-in (feishu.Client), which a Feishu
+	// user's link to their GitHub login begins with; nil turns such links
+	// off.
+	FeishuSignIn FeishuSignIn
+}
+
+// FeishuSignIn is Feishu's web sign-in: the page that signs a browser in
+// and returns to redirectURI with a code, and who the code belongs to.
+type FeishuSignIn interface {
+	SignInURL(redirectURI, state string) string
+	SignedInUser(ctx context.Context, code string) (feishu.SignedInUser, error)
 }
 
 // Admin is the panel.
@@ -139,6 +157,8 @@ type Admin struct {
 	pages    *renderer
 	static   fs.FS
 	streams  *streams
+	// mark is the admin token's fingerprint (tokenMark), worked out once.
+	mark func() string
 }
 
 // New returns the panel over d and prompts.
@@ -148,6 +168,9 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -161,6 +184,9 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 	if cfg.MaxStreams <= 0 {
 		cfg.MaxStreams = DefaultMaxStreams
 	}
+	if cfg.MaxStreamsPerSession <= 0 {
+		cfg.MaxStreamsPerSession = DefaultMaxStreamsPerSession
+	}
 	if cfg.StreamPoll <= 0 {
 		cfg.StreamPoll = DefaultStreamPoll
 	}
@@ -172,7 +198,8 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 	if err != nil {
 		return nil, fmt.Errorf("creating admin panel: %w", err)
 	}
-	return &Admin{cfg: cfg, db: d, prompts: prompts, deps: deps, pages: pages, static: static, streams: newStreams(cfg.MaxStreams)}, nil
+	return &Admin{cfg: cfg, db: d, prompts: prompts, deps: deps, pages: pages, static: static, streams: newStreams(cfg.MaxStreams, cfg.MaxStreamsPerSession),
+		mark: sync.OnceValue(func() string { return tokenMark(cfg.Token) })}, nil
 }
 
 // Routes mounts the panel under /admin on r (main gives the root router):
@@ -193,6 +220,7 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 //	GET        /admin/signin/github (sign in with GitHub)
 //	GET        /oauth/github/callback (GitHub's OAuth redirect)
 //	GET, POST  /oauth/github/link (a Feishu user links their GitHub login)
+//	GET        /oauth/feishu/callback (Feishu's sign-in redirect, for a link)
 //	*          /admin/jobs/ (River UI)
 //
 // Everything but sign-in and the static files requires a session; every
@@ -243,11 +271,12 @@ func (a *Admin) Routes(r chi.Router) {
 			r.Handle("/jobs/*", a.jobs())
 		})
 	})
-	r.Route("/oauth/github", func(r chi.Router) {
+	r.Route("/oauth", func(r chi.Router) {
 		r.Use(cop.Handler, noStore)
-		r.Get("/callback", a.handle(a.getOAuthCallback))
-		r.Get("/link", a.handle(a.getLink))
-		r.Post("/link", a.handle(a.postLink))
+		r.Get("/github/callback", a.handle(a.getOAuthCallback))
+		r.Get("/github/link", a.handle(a.getLink))
+		r.Post("/github/link", a.handle(a.postLink))
+		r.Get("/feishu/callback", a.handle(a.getFeishuCallback))
 	})
 }
 

@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -88,20 +87,26 @@ func tokensEqual(got, want string) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-// sessionOf returns the live session named by the request's cookie.
+// sessionOf returns the live session named by the request's cookie (see
+// liveSession), recording its use.
 func (a *Admin) sessionOf(r *http.Request) (panelSession, bool) {
-	c, err := r.Cookie(CookieName)
-	if err != nil || c.Value == "" {
-		return panelSession{}, false
-	}
-	s, err := a.sessions.lookup(r.Context(), a.db, c.Value, a.cfg.Now())
+	s, err := a.liveSession(r.Context(), cookieID(r), true)
 	if err != nil {
-		if !errors.Is(err, errNoSession) {
+		if !isNoSession(err) {
 			a.cfg.Logger.Error("reading panel session", "error", err)
 		}
 		return panelSession{}, false
 	}
 	return s, true
+}
+
+// cookieID is the session id the request's cookie carries, or "".
+func cookieID(r *http.Request) string {
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		return ""
+	}
+	return c.Value
 }
 
 // requireSession lets signed-in requests through with their session and
@@ -186,7 +191,7 @@ func (a *Admin) postSignIn(w http.ResponseWriter, r *http.Request) error {
 			Data:  signInData{Next: next, GitHub: a.cfg.OAuth.Enabled(), Error: "That is not the admin token."},
 		})
 	}
-	return a.startSession(w, r, panelSession{Actor: TokenActor, Role: people.RoleAdmin}, "admin token", next)
+	return a.startSession(w, r, panelSession{Actor: TokenActor, Role: people.RoleAdmin, Grant: grantToken, Mark: a.mark()}, "admin token", next)
 }
 
 // startSession signs who in: a new session, its audit entry (how names
@@ -194,7 +199,7 @@ func (a *Admin) postSignIn(w http.ResponseWriter, r *http.Request) error {
 func (a *Admin) startSession(w http.ResponseWriter, r *http.Request, who panelSession, how, next string) error {
 	now := a.cfg.Now()
 	// Expired sessions are few; dropping them here needs no background job.
-	if err := a.sessions.purge(r.Context(), a.db, now); err != nil {
+	if err := a.sessions.purge(r.Context(), a.db, now, now.Add(-a.cfg.SessionIdle)); err != nil {
 		return err
 	}
 	id, s, err := a.sessions.create(r.Context(), a.db, a.cfg.Rand, who, now, a.cfg.SessionTTL)

@@ -112,12 +112,9 @@ func signInBrowser(t *testing.T, ctx context.Context, base, name string) {
 	t.Helper()
 	v, ok := panels.Load(base)
 	require.True(t, ok, "no test panel at %s", base)
-	a := v.(*panel).admin
-	bg := context.Background()
-	id, _, err := a.sessions.create(bg, a.db, a.cfg.Rand, panelSession{Actor: name, Role: people.RoleAdmin}, a.cfg.Now(), a.cfg.SessionTTL)
-	require.NoError(t, err)
+	id := testSession(t, v.(*panel).admin, name, people.RoleAdmin)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/admin/signin"), chromedp.WaitVisible(chromedp.CSS("#token"))))
-	_, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.cookie = "`+CookieName+`=`+id+`; path=/"`))
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.cookie = "`+CookieName+`=`+id+`; path=/"`))
 	require.NoError(t, err)
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Navigate(base+"/admin/prompts"),

@@ -75,19 +75,26 @@ func newPanel(t testing.TB, d *db.DB, defaults fs.FS, deps Deps) *panel {
 
 func newPanelWith(t testing.TB, d *db.DB, defaults fs.FS, deps Deps, cfg Config) *panel {
 	t.Helper()
+	return newPanelOn(t, d, defaults, deps, cfg, httpserver.Config{})
+}
+
+// newPanelOn is newPanelWith on an HTTP server configured by hs (its
+// authenticators are the panel's).
+func newPanelOn(t testing.TB, d *db.DB, defaults fs.FS, deps Deps, cfg Config, hs httpserver.Config) *panel {
+	t.Helper()
+	cfg.AdminGitHubLogins = append(cfg.AdminGitHubLogins, testAdminLogins...)
 	prompts, err := promptparts.New(promptparts.Config{Defaults: defaults}, d)
 	require.NoError(t, err)
 	require.NoError(t, prompts.Start(context.Background()))
 	t.Cleanup(prompts.Stop)
 	adm, err := New(cfg, d, prompts, deps)
 	require.NoError(t, err)
-	hs := httpserver.New(httpserver.Config{Authenticators: []httpserver.Authenticator{
-		httpserver.BearerToken{Token: testToken, Actor: TokenActor}, adm.Authenticator(),
-	}})
-	prompts.Routes(hs.API)
-	adm.Routes(hs.Root)
-	adm.PeopleAPI().Routes(hs.API)
-	srv := httptest.NewServer(hs)
+	hs.Authenticators = []httpserver.Authenticator{httpserver.BearerToken{Token: testToken, Actor: TokenActor}, adm.Authenticator()}
+	server := httpserver.New(hs)
+	prompts.Routes(server.API)
+	adm.Routes(server.Root)
+	adm.PeopleAPI().Routes(server.API)
+	srv := httptest.NewServer(server)
 	t.Cleanup(srv.Close)
 	// Live streams end first, as main's shutdown ends them.
 	t.Cleanup(adm.CloseStreams)
@@ -156,18 +163,52 @@ func (c *client) signIn(name string) {
 }
 
 // signInAs gives the client the session a GitHub sign-in gives the person
-// name with role (the flow itself is TestGitHubSignIn's), and records the
+// name with role (the flow itself is githubSignIn's), and records the
 // sign-in as that flow does.
 func (c *client) signInAs(name, role string) {
 	c.t.Helper()
 	a := c.panel.admin
-	ctx := context.Background()
-	id, _, err := a.sessions.create(ctx, a.db, a.cfg.Rand, panelSession{Actor: name, Role: role}, a.cfg.Now(), a.cfg.SessionTTL)
-	require.NoError(c.t, err)
-	require.NoError(c.t, a.audit.record(ctx, a.db, auditEntry{CreatedAt: a.cfg.Now(), Actor: name, Action: actionSignIn, Detail: "github, " + role}))
+	id := testSession(c.t, a, name, role)
+	require.NoError(c.t, a.audit.record(context.Background(), a.db, auditEntry{CreatedAt: a.cfg.Now(), Actor: name, Action: actionSignIn, Detail: "github, " + role}))
 	u, err := url.Parse(c.base)
 	require.NoError(c.t, err)
 	c.http.Jar.SetCookies(u, []*http.Cookie{{Name: CookieName, Value: id, Path: "/"}})
+}
+
+// testAdminLogins are the logins every test panel lists as admins
+// (SUPERAGENT_ADMIN_GITHUB_LOGINS), so that signIn("Ada") needs no
+// person record.
+var testAdminLogins = []string{"ada", "grace", "ada-lovelace"}
+
+var testLoginName = regexp.MustCompile(`^(.*) \(@([a-z0-9-]+)\)$`)
+
+// testSession stores a session granted as a GitHub sign-in of the person
+// name ("Bob (@bob)", or "Ada" for the login ada) with role would be:
+// through the admin list, or a person record made for it when the login
+// would not sign in with role otherwise. It returns the cookie's id.
+func testSession(t testing.TB, a *Admin, name, role string) string {
+	t.Helper()
+	ctx := context.Background()
+	display, login := name, strings.ToLower(strings.ReplaceAll(name, " ", "-"))
+	if m := testLoginName.FindStringSubmatch(name); m != nil {
+		display, login = m[1], m[2]
+	}
+	ps := people.New(a.db, nil)
+	p, held, err := ps.By(ctx, a.db, people.KindGitHub, login)
+	require.NoError(t, err)
+	if a.loginRole(login, held, p.Role) != role {
+		require.False(t, held, "@%s belongs to %s, whose role is not %s", login, p.Name, role)
+		p, err = ps.Create(ctx, people.Person{Name: display, Role: role, GitHub: []string{login}})
+		require.NoError(t, err)
+		held = true
+	}
+	who := panelSession{Actor: name, Role: role, Grant: grantGitHub, Login: login}
+	if held {
+		who.PersonID = p.ID
+	}
+	id, _, err := a.sessions.create(ctx, a.db, a.cfg.Rand, who, a.cfg.Now(), a.cfg.SessionTTL)
+	require.NoError(t, err)
+	return id
 }
 
 // signInToken signs in with the admin token through the form.

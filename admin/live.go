@@ -21,6 +21,9 @@ const (
 	// DefaultMaxStreams is how many live streams the panel serves at once
 	// when Config sets no MaxStreams.
 	DefaultMaxStreams = 32
+	// DefaultMaxStreamsPerSession is how many of them one session may hold
+	// when Config sets no MaxStreamsPerSession: a few tabs.
+	DefaultMaxStreamsPerSession = 4
 	// DefaultStreamPoll is how often a stream reads the database when
 	// Config sets no StreamPoll.
 	DefaultStreamPoll = time.Second
@@ -136,16 +139,44 @@ func (a *Admin) liveEntries(ctx context.Context, ticketID, cursor int64) ([]live
 	return out, nil
 }
 
-// streams bounds the live streams and ends them when the process shuts
-// down.
+// streams bounds the live streams, overall and per session, and ends
+// them when the process shuts down.
 type streams struct {
 	slots chan struct{}
 	done  chan struct{}
 	once  sync.Once
+
+	perSession int
+	mu         sync.Mutex
+	held       map[string]int // session (IDSHA256) → its open streams
 }
 
-func newStreams(n int) *streams {
-	return &streams{slots: make(chan struct{}, n), done: make(chan struct{})}
+func newStreams(n, perSession int) *streams {
+	return &streams{slots: make(chan struct{}, n), done: make(chan struct{}), perSession: perSession, held: map[string]int{}}
+}
+
+// take holds a stream for session, or says which bound refused it.
+func (s *streams) take(session string) (release func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[session] >= s.perSession {
+		return nil, &httpserver.Error{Status: http.StatusTooManyRequests,
+			Message: fmt.Sprintf("You have %d live pages open already; close one, or this one updates on reload.", s.perSession)}
+	}
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		return nil, httpserver.Errorf(http.StatusServiceUnavailable, "Too many live pages are open; this one updates on reload.")
+	}
+	s.held[session]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.held[session]--; s.held[session] <= 0 {
+			delete(s.held, session)
+		}
+		<-s.slots
+	}, nil
 }
 
 // CloseStreams ends every live stream and refuses new ones; main calls it
@@ -158,7 +189,9 @@ func (a *Admin) CloseStreams() {
 // getTicketEvents streams a Ticket's live state as server-sent events: an
 // "update" event with the state (liveState) and the transcript entries
 // after the cursor (the query's after, or the Last-Event-ID a reconnecting
-// browser sends), then one whenever either changes. The source of truth is
+// browser sends), then one whenever either changes. It ends with a "bye"
+// whose reason is "session" when the session that opened it ends, or
+// "shutdown". The source of truth is
 // the database, read every StreamPoll, so a Session that runs in another
 // process (a worker) streams the same.
 func (a *Admin) getTicketEvents(w http.ResponseWriter, r *http.Request) error {
@@ -183,17 +216,20 @@ func (a *Admin) getTicketEvents(w http.ResponseWriter, r *http.Request) error {
 		return httpserver.Errorf(http.StatusServiceUnavailable, "The server is shutting down.")
 	default:
 	}
-	select {
-	case a.streams.slots <- struct{}{}:
-		defer func() { <-a.streams.slots }()
-	default:
+	release, err := a.streams.take(currentSession(ctx).IDSHA256)
+	if err != nil {
 		w.Header().Set("Retry-After", "10")
-		return httpserver.Errorf(http.StatusServiceUnavailable, "Too many live pages are open; this one updates on reload.")
+		return err
 	}
+	defer release()
+	cookie := cookieID(r)
 	cursor := parseCursor(r.Header.Get("Last-Event-ID"))
 	if cursor == 0 {
 		cursor = parseCursor(r.URL.Query().Get("after"))
 	}
+	// The page's stream lasts as long as the page: it is exempt from the
+	// server's write deadline, which each of its writes gets instead.
+	httpserver.StreamWrites(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
@@ -203,7 +239,19 @@ func (a *Admin) getTicketEvents(w http.ResponseWriter, r *http.Request) error {
 	tick := time.NewTicker(a.cfg.StreamPoll)
 	defer tick.Stop()
 	idle := time.Now()
+	bye := func(reason string) {
+		_, _ = fmt.Fprintf(w, "event: bye\ndata: {\"reason\":%q}\n\n", reason)
+		flusher.Flush()
+	}
 	for {
+		// The session is read again on every poll: a page stops when its
+		// session ends (signed out, expired, or its grant gone).
+		if _, err := a.liveSession(ctx, cookie, false); isNoSession(err) {
+			bye("session")
+			return nil
+		} else if err != nil {
+			return a.streamEnd(ctx, err)
+		}
 		t, err := a.deps.Tickets.Ticket(ctx, a.db, id)
 		if err != nil {
 			return a.streamEnd(ctx, err)
@@ -244,8 +292,7 @@ func (a *Admin) getTicketEvents(w http.ResponseWriter, r *http.Request) error {
 		case <-ctx.Done():
 			return nil
 		case <-a.streams.done:
-			_, _ = fmt.Fprint(w, "event: bye\ndata: {}\n\n")
-			flusher.Flush()
+			bye("shutdown")
 			return nil
 		case <-tick.C:
 		}

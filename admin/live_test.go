@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/promptparts"
@@ -160,4 +162,87 @@ func TestTicketEventsStreamFromTheDatabase(t *testing.T) {
 		res, _ = c.stream(t, ctx, path)
 		require.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "no new stream while shutting down")
 	})
+}
+
+// A stream ends when its session does: every poll reads the session
+// again, so signing out (or anything else that ends it) closes the
+// session's open pages with a "bye" that says why. One session holds at
+// most DefaultMaxStreamsPerSession streams, so it cannot take every slot
+// from the next person.
+func TestStreamsEndWithTheirSessionAndAreBoundedPerSession(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		w := newTicketWorld(t, d)
+		p := newPanelWith(t, d, promptparts.BuiltinDefaults(), Deps{Tickets: w.store, Sessions: w.panel.admin.deps.Sessions},
+			Config{Token: testToken, MaxStreams: 2 * DefaultMaxStreamsPerSession, StreamPoll: 50 * time.Millisecond})
+		path := "/admin/tickets/" + itoa(w.ticket.ID) + "/events"
+		ada := p.client(t)
+		ada.signIn("ada")
+		var open []*bufio.Reader
+		for range DefaultMaxStreamsPerSession {
+			res, r := ada.stream(t, ctx, path)
+			require.Equal(t, http.StatusOK, res.StatusCode)
+			name, _ := nextEvent(t, r)
+			require.Equal(t, "update", name)
+			open = append(open, r)
+		}
+		res, _ := ada.stream(t, ctx, path)
+		require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "one session's streams are bounded")
+		require.NotEmpty(t, res.Header.Get("Retry-After"))
+
+		grace := p.client(t)
+		grace.signIn("grace")
+		res, other := grace.stream(t, ctx, path)
+		require.Equal(t, http.StatusOK, res.StatusCode, "another session still gets a stream")
+		name, _ := nextEvent(t, other)
+		require.Equal(t, "update", name)
+
+		res2 := ada.post("/admin/signout", url.Values{"csrf": {ada.csrf()}})
+		require.Equal(t, http.StatusSeeOther, res2.status)
+		for _, r := range open {
+			name, data := nextEvent(t, r)
+			require.Equal(t, "bye", name, "a signed-out session's page stops")
+			require.JSONEq(t, `{"reason":"session"}`, data)
+			_, err := r.ReadString('\n')
+			require.Error(t, err, "and its stream closes")
+		}
+
+		// Grace's page streams on, and Ada's slots are free again.
+		require.NoError(t, tickets.NewPauser(d, w.store).Pause(ctx, w.ticket.ID, "bob", "lunch"))
+		name, data := nextEvent(t, other)
+		require.Equal(t, "update", name)
+		require.Contains(t, data, "Paused by bob")
+		again := p.client(t)
+		again.signIn("ada")
+		for range DefaultMaxStreamsPerSession {
+			res, _ := again.stream(t, ctx, path)
+			require.Equal(t, http.StatusOK, res.StatusCode)
+		}
+	})
+}
+
+// The live page's stream is exempt from the server's write deadline: it
+// streams on long past it, while the Ticket's page itself has it.
+func TestStreamOutlastsTheWriteDeadline(t *testing.T) {
+	t.Parallel()
+	d := dbtest.SQLite(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const timeout = 200 * time.Millisecond
+	w := newTicketWorld(t, d)
+	p := newPanelOn(t, d, promptparts.BuiltinDefaults(), Deps{Tickets: w.store, Sessions: w.panel.admin.deps.Sessions},
+		Config{Token: testToken, StreamPoll: 20 * time.Millisecond}, httpserver.Config{WriteTimeout: timeout})
+	c := p.client(t)
+	c.signIn("ada")
+	res, r := c.stream(t, ctx, "/admin/tickets/"+itoa(w.ticket.ID)+"/events")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	name, _ := nextEvent(t, r)
+	require.Equal(t, "update", name)
+	<-time.After(3 * timeout) // well past a page's deadline
+	require.NoError(t, tickets.NewPauser(d, w.store).Pause(ctx, w.ticket.ID, "bob", "lunch"))
+	name, data := nextEvent(t, r)
+	require.Equal(t, "update", name)
+	require.Contains(t, data, "Paused by bob")
 }

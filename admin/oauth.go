@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,11 +18,18 @@ import (
 // here with a signed state that names its purpose, expires after
 // oauthTTL, and is bound to the browser that started it by a nonce
 // cookie: a state handed to someone else's browser does nothing there.
+//
+// A Feishu user's link begins with Feishu's own sign-in: the link the bot
+// sent them names their open_id, and only a browser signed in to Feishu as
+// that open_id goes on to GitHub. Someone else who gets the link cannot
+// lend the person their GitHub permission.
 
 const (
-	// oauthCookie holds the nonce of a flow in progress. It is SameSite
-	// Lax: GitHub's redirect back is a cross-site top-level navigation.
+	// oauthCookie holds the nonce of a flow in progress, for the Feishu
+	// and GitHub callbacks under /oauth/. It is SameSite Lax: the redirect
+	// back is a cross-site top-level navigation.
 	oauthCookie = "superagent_oauth"
+	oauthPath   = "/oauth/"
 	oauthTTL    = 10 * time.Minute
 	// LinkOfferTTL is how long a link the bot offers a Feishu user works.
 	LinkOfferTTL = 24 * time.Hour
@@ -31,6 +37,8 @@ const (
 	purposeSignIn = "signin"
 	purposeLink   = "link"
 	purposeOffer  = "link-offer"
+	// purposeFeishu is the Feishu sign-in that proves a link's person.
+	purposeFeishu = "link-feishu"
 
 	actionLinkGitHub = "person_link_github"
 )
@@ -59,6 +67,47 @@ func (a *Admin) callbackURL() string {
 	return strings.TrimRight(a.cfg.PublicURL, "/") + "/oauth/github/callback"
 }
 
+func (a *Admin) feishuCallbackURL() string {
+	return strings.TrimRight(a.cfg.PublicURL, "/") + "/oauth/feishu/callback"
+}
+
+// linkReady says whether a Feishu user can link their GitHub login here:
+// GitHub's sign-in and Feishu's.
+func (a *Admin) linkReady() error {
+	if err := a.oauthReady(); err != nil {
+		return err
+	}
+	if a.deps.FeishuSignIn == nil {
+		return httpserver.Errorf(http.StatusNotFound, "Linking a GitHub account needs the Feishu app (SUPERAGENT_FEISHU_APP_ID and SUPERAGENT_FEISHU_APP_SECRET).")
+	}
+	return nil
+}
+
+// setNonce starts a flow in this browser: a fresh nonce in the cookie,
+// whose hash the flow's state carries.
+func (a *Admin) setNonce(w http.ResponseWriter, r *http.Request, st *people.State) error {
+	nonce, err := randomToken(a.cfg.Rand, 24)
+	if err != nil {
+		return err
+	}
+	st.Nonce, st.Expires = nonceHash(nonce), a.cfg.Now().Add(oauthTTL).Unix()
+	http.SetCookie(w, &http.Cookie{Name: oauthCookie, Value: nonce, Path: oauthPath, MaxAge: int(oauthTTL.Seconds()),
+		HttpOnly: true, Secure: a.cfg.SecureCookie || r.TLS != nil, SameSite: http.SameSiteLaxMode})
+	return nil
+}
+
+// checkNonce reports whether the browser holds the nonce st was started
+// with, and drops it: a callback is used once.
+func (a *Admin) checkNonce(w http.ResponseWriter, r *http.Request, st people.State) bool {
+	c, err := r.Cookie(oauthCookie)
+	if err != nil || !tokensEqual(nonceHash(c.Value), st.Nonce) {
+		return false
+	}
+	http.SetCookie(w, &http.Cookie{Name: oauthCookie, Value: "", Path: oauthPath, MaxAge: -1, HttpOnly: true,
+		Secure: a.cfg.SecureCookie || r.TLS != nil, SameSite: http.SameSiteLaxMode})
+	return true
+}
+
 func nonceHash(nonce string) string {
 	sum := sha256.Sum256([]byte(nonce))
 	return hex.EncodeToString(sum[:])
@@ -67,13 +116,9 @@ func nonceHash(nonce string) string {
 // toGitHub starts the web flow for st: a fresh nonce in a cookie, its
 // hash in the signed state, and the browser sent to GitHub.
 func (a *Admin) toGitHub(w http.ResponseWriter, r *http.Request, st people.State) error {
-	nonce, err := randomToken(a.cfg.Rand, 24)
-	if err != nil {
+	if err := a.setNonce(w, r, &st); err != nil {
 		return err
 	}
-	st.Nonce, st.Expires = nonceHash(nonce), a.cfg.Now().Add(oauthTTL).Unix()
-	http.SetCookie(w, &http.Cookie{Name: oauthCookie, Value: nonce, Path: "/oauth/github/", MaxAge: int(oauthTTL.Seconds()),
-		HttpOnly: true, Secure: a.cfg.SecureCookie || r.TLS != nil, SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, a.cfg.OAuth.AuthorizeURL(a.signer().Sign(st), a.callbackURL()), http.StatusSeeOther)
 	return nil
 }
@@ -91,10 +136,10 @@ type linkData struct {
 	Token, Name, Done, Login string
 }
 
-// getLink shows whom the offered link is for before anything happens, so
-// that a link passed to someone else is not followed blindly.
+// getLink shows whom the offered link is for before anything happens, and
+// that the person must sign in to Feishu as them.
 func (a *Admin) getLink(w http.ResponseWriter, r *http.Request) error {
-	if err := a.oauthReady(); err != nil {
+	if err := a.linkReady(); err != nil {
 		return err
 	}
 	tok := r.URL.Query().Get("t")
@@ -111,16 +156,57 @@ func (a *Admin) getLink(w http.ResponseWriter, r *http.Request) error {
 	return a.render(w, r, http.StatusOK, "link.html", pageData{Title: "Link your GitHub account", Data: linkData{Token: tok, Name: name}})
 }
 
-// postLink starts the web flow for the Feishu user the token names.
+// postLink starts the link for the Feishu user the token names with
+// Feishu's sign-in, which must show that same user.
 func (a *Admin) postLink(w http.ResponseWriter, r *http.Request) error {
-	if err := a.oauthReady(); err != nil {
+	if err := a.linkReady(); err != nil {
 		return err
 	}
-	st, err := a.signer().Check(r.PostFormValue("t"), purposeOffer, a.cfg.Now())
+	offer, err := a.signer().Check(r.PostFormValue("t"), purposeOffer, a.cfg.Now())
 	if err != nil {
 		return httpserver.Errorf(http.StatusBadRequest, "This link is not valid or has expired. Ask the bot again for a new one.")
 	}
+	st := people.State{Purpose: purposeFeishu, OpenID: offer.OpenID}
+	if err := a.setNonce(w, r, &st); err != nil {
+		return err
+	}
+	http.Redirect(w, r, a.deps.FeishuSignIn.SignInURL(a.feishuCallbackURL(), a.signer().Sign(st)), http.StatusSeeOther)
+	return nil
+}
+
+// getFeishuCallback finishes Feishu's sign-in: the state must be genuine,
+// unexpired and started in this browser, and the person signed in to
+// Feishu must be the one the link was for. Then GitHub's authorization
+// follows, for that person.
+func (a *Admin) getFeishuCallback(w http.ResponseWriter, r *http.Request) error {
+	if err := a.linkReady(); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if q.Get("error") != "" {
+		return httpserver.Errorf(http.StatusForbidden, "Feishu did not sign you in (%s); nothing was changed.", strings.Join(strings.Fields(q.Get("error")), " "))
+	}
+	st, err := a.signer().Check(q.Get("state"), purposeFeishu, a.cfg.Now())
+	if err != nil || !a.checkNonce(w, r, st) {
+		return httpserver.Errorf(http.StatusBadRequest, "This sign-in did not start in this browser or took too long. Open the link the bot sent you again; nothing was changed.")
+	}
+	who, err := a.deps.FeishuSignIn.SignedInUser(r.Context(), q.Get("code"))
+	if err != nil {
+		a.cfg.Logger.Warn("feishu sign-in failed", "open_id", st.OpenID, "error", err)
+		return httpserver.Errorf(http.StatusBadGateway, "Feishu did not confirm who you are. Open the link again; nothing was changed.")
+	}
+	if who.OpenID != st.OpenID {
+		a.cfg.Logger.Info("github link refused", "open_id", st.OpenID, "signed_in", who.OpenID, "reason", "another Feishu user completed the link")
+		return httpserver.Errorf(http.StatusForbidden, "You are signed in to Feishu as %s, but this link is for someone else: only they can link their GitHub account. Nothing was changed.", nameOr(who.Name, who.OpenID))
+	}
 	return a.toGitHub(w, r, people.State{Purpose: purposeLink, OpenID: st.OpenID})
+}
+
+func nameOr(name, id string) string {
+	if name != "" {
+		return name
+	}
+	return id
 }
 
 // getOAuthCallback finishes a flow: the state must be genuine, unexpired
@@ -138,12 +224,9 @@ func (a *Admin) getOAuthCallback(w http.ResponseWriter, r *http.Request) error {
 	if errors.Is(err, people.ErrBadState) {
 		st, err = a.signer().Check(raw, purposeLink, now)
 	}
-	c, cerr := r.Cookie(oauthCookie)
-	if err != nil || cerr != nil || !tokensEqual(nonceHash(c.Value), st.Nonce) {
+	if err != nil || !a.checkNonce(w, r, st) {
 		return httpserver.Errorf(http.StatusBadRequest, "This sign-in did not start in this browser or took too long. Start again; nothing was changed.")
 	}
-	http.SetCookie(w, &http.Cookie{Name: oauthCookie, Value: "", Path: "/oauth/github/", MaxAge: -1, HttpOnly: true,
-		Secure: a.cfg.SecureCookie || r.TLS != nil, SameSite: http.SameSiteLaxMode})
 	login, err := a.cfg.OAuth.Login(r.Context(), q.Get("code"), a.callbackURL())
 	if err != nil {
 		a.cfg.Logger.Warn("github oauth failed", "purpose", st.Purpose, "error", err)
@@ -163,19 +246,13 @@ func (a *Admin) finishSignIn(w http.ResponseWriter, r *http.Request, login, next
 	if err != nil {
 		return err
 	}
-	listed := slices.ContainsFunc(a.cfg.AdminGitHubLogins, func(l string) bool { return strings.EqualFold(l, login) })
-	who := panelSession{Actor: "@" + login, Role: people.RoleMember}
-	switch {
-	case ok:
-		who.Actor, who.PersonID, who.Role = p.Name+" (@"+login+")", p.ID, p.Role
-		if listed {
-			who.Role = people.RoleAdmin
-		}
-	case listed:
-		who.Role = people.RoleAdmin
-	default:
+	who := panelSession{Actor: "@" + login, Role: a.loginRole(login, ok, p.Role), Grant: grantGitHub, Login: login}
+	if who.Role == "" {
 		a.cfg.Logger.Info("panel sign-in refused", "login", login, "reason", "no person holds the login")
 		return httpserver.Errorf(http.StatusForbidden, "The GitHub account @%s is not linked to anyone on this team. Ask an admin to add it on the People page; nothing was changed.", login)
+	}
+	if ok {
+		who.Actor, who.PersonID = p.Name+" (@"+login+")", p.ID
 	}
 	return a.startSession(w, r, who, "github", next)
 }
@@ -193,7 +270,7 @@ func (a *Admin) finishLink(w http.ResponseWriter, r *http.Request, openID, login
 		return err
 	}
 	if err := a.audit.record(ctx, a.db, auditEntry{CreatedAt: a.cfg.Now(), Actor: p.Name + " (@" + login + ")", Action: actionLinkGitHub,
-		Target: "person:" + strconv.FormatInt(p.ID, 10), Detail: "feishu " + openID + " proved github " + login}); err != nil {
+		Target: "person:" + strconv.FormatInt(p.ID, 10), Detail: "feishu " + openID + " (signed in to Feishu) proved github " + login}); err != nil {
 		return err
 	}
 	a.cfg.Logger.Info("github login linked", "person", p.ID, "open_id", openID, "login", login)

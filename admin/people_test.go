@@ -107,7 +107,8 @@ func TestPeopleMembersReadAdminsChange(t *testing.T) {
 		require.Zero(t, versions)
 		still, err := s.List(ctx)
 		require.NoError(t, err)
-		require.Len(t, still, 1)
+		require.Len(t, still, 2, "Bob, who signed in as the person he is, and Grace")
+		require.Equal(t, "Grace", still[1].Name)
 
 		api := func(method, path, body string) response {
 			req, err := http.NewRequest(method, p.srv.URL+path, strings.NewReader(body))
@@ -132,9 +133,10 @@ func TestPeopleMembersReadAdminsChange(t *testing.T) {
 		require.Equal(t, http.StatusOK, res.status)
 		var list []people.Person
 		require.NoError(t, json.Unmarshal([]byte(res.body), &list))
-		require.Len(t, list, 1)
-		require.Equal(t, "Linus T", list[0].Name)
-		require.Nil(t, list[0].FeishuUnionIDs, "a PUT replaces the accounts")
+		require.Len(t, list, 2)
+		require.Equal(t, "Bob", list[0].Name)
+		require.Equal(t, "Linus T", list[1].Name)
+		require.Nil(t, list[1].FeishuUnionIDs, "a PUT replaces the accounts")
 
 		entries, err := p.admin.audit.list(ctx, d, 10)
 		require.NoError(t, err)

@@ -61,15 +61,16 @@ func (o *Orchestrator) recordAck(ctx context.Context, tx *db.Tx, c tickets.Card,
 }
 
 // deliver sends the pending intents through the outbox (see
-// outbox.Box.Deliver); a message (not a reaction) marks its Thread as one
-// the bot spoke in, so replies to it address the bot.
+// outbox.Box.Deliver); a message in a Thread (not a reaction, not a
+// private message) marks it as one the bot spoke in, so replies to it
+// address the bot.
 func (o *Orchestrator) deliver(ctx context.Context) {
 	if o.deps.Acks == nil {
 		return
 	}
 	box := &outbox.Box{DB: o.deps.DB, Tickets: o.deps.Tickets, Logger: o.cfg.Logger}
 	box.Deliver(ctx, o.deps.Acks, o.cfg.Now(), func(p tickets.Outgoing, card tickets.Card) {
-		if p.Kind == outbox.KindReaction || card.Thread.Key == "" {
+		if p.Kind == outbox.KindReaction || card.Thread.Key == "" || outbox.Private(p.Target) {
 			return
 		}
 		if err := o.deps.Tickets.MarkBotSpoke(ctx, o.deps.DB, card.Thread.Key); err != nil {

@@ -58,7 +58,8 @@ func (o *Orchestrator) FeishuRequesterMayOpen(ctx context.Context, c tickets.Car
 		}
 	}
 	if len(logins) == 0 {
-		return refuse("%s has no linked GitHub login and this chat does not open %s, so I cannot open work there%s", who, repo, o.linkOffer(c))
+		return &refusal{reason: fmt.Sprintf("%s has no linked GitHub login and this chat does not open %s, so I cannot open work there", who, repo),
+			linkFor: c.Author.ID}
 	}
 	inst, err := githubapp.InstallationFor(ctx, o.deps.DB, repo)
 	if err != nil {
@@ -88,32 +89,53 @@ func (o *Orchestrator) FeishuRequesterMayOpen(ctx context.Context, c tickets.Car
 		who, repo, best, strings.Join(logins, ", "), o.cfg.Gate.need())
 }
 
-// linkOffer is the end of a refusal that offers a Feishu user the link to
-// prove their GitHub login, or "" when the service cannot offer one.
-func (o *Orchestrator) linkOffer(c tickets.Card) string {
-	if o.cfg.LinkURL == nil || c.Author.ID == "" {
+// linkOffer is the private message that offers the Feishu user openID the
+// link to prove their GitHub login, or "" when the service cannot offer
+// one. It goes to them alone: the link's page has them sign in to Feishu
+// as openID before GitHub, so nobody else can complete it.
+func (o *Orchestrator) linkOffer(openID, repo string) string {
+	if o.cfg.LinkURL == nil || openID == "" {
 		return ""
 	}
-	u := o.cfg.LinkURL(c.Author.ID)
+	u := o.cfg.LinkURL(openID)
 	if u == "" {
 		return ""
 	}
-	return "; link your GitHub account at " + u + " and ask again"
+	return "You asked for work in " + repo + ", which needs your GitHub permission there, and no GitHub account is linked to your Feishu account yet. " +
+		"Link yours here (you sign in to Feishu, then to GitHub; the link works for a day and only for you): " + u + "\nThen ask again in the thread."
 }
 
 // tellRefusal records the one sentence that tells the person who asked
 // why their request opened no work, once per card and repository; the
-// route's delivery sends it.
+// route's delivery sends it. A refusal for want of a linked GitHub login
+// also sends the person, privately, the link to prove theirs, once per
+// card, and says so in the thread (and to the model, through r).
 func (o *Orchestrator) tellRefusal(ctx context.Context, c tickets.Card, repo string, r *refusal) error {
-	return o.deps.DB.InTx(ctx, func(tx *db.Tx) error {
+	reason, offer := r.reason, ""
+	if c.Source == tickets.SourceFeishu {
+		offer = o.linkOffer(r.linkFor, repo)
+	}
+	if offer != "" {
+		reason += "; I have sent them a private message with a link to connect their GitHub account"
+	}
+	text := strings.TrimSuffix(reason, ".") + "."
+	text = strings.ToUpper(text[:1]) + text[1:]
+	err := o.deps.DB.InTx(ctx, func(tx *db.Tx) error {
 		target, err := o.messageTarget(ctx, tx, c)
 		if err != nil {
 			return err
 		}
-		text := strings.TrimSuffix(r.reason, ".") + "."
-		text = strings.ToUpper(text[:1]) + text[1:]
+		if offer != "" {
+			if err := o.record(ctx, tx, "link-offer:card:"+itoa(c.ID), outbox.KindComment, c, 0, outbox.FeishuUserTarget(r.linkFor), offer); err != nil {
+				return err
+			}
+		}
 		return o.record(ctx, tx, "refusal:card:"+itoa(c.ID)+":"+strings.ToLower(repo), outbox.KindComment, c, 0, target, text)
 	})
+	if err == nil {
+		r.reason = reason
+	}
+	return err
 }
 
 // gateFeishuTarget applies FeishuRequesterMayOpen to a new Ticket's

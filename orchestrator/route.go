@@ -32,7 +32,12 @@ type routeArgs struct {
 }
 
 // refusal is a decision the host refuses; the model reads its reason.
-type refusal struct{ reason string }
+type refusal struct {
+	reason string
+	// linkFor is the Feishu user refused for want of a linked GitHub
+	// login, whom tellRefusal offers the link privately.
+	linkFor string
+}
 
 func (r *refusal) Error() string { return r.reason }
 

@@ -101,9 +101,32 @@ func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
 	return nil
 }
 
+// feishuUser begins the target of a private message to a Feishu user.
+const feishuUser = "feishu:user/"
+
+// FeishuUserTarget says where a private message to the Feishu user openID
+// goes: their chat with the bot, which nobody else reads.
+func FeishuUserTarget(openID string) string { return feishuUser + openID }
+
+// Private reports whether target is one person's private chat.
+func Private(target string) bool { return strings.HasPrefix(target, feishuUser) }
+
 func (m *Messenger) sendFeishu(ctx context.Context, o tickets.Outgoing, c tickets.Card) error {
 	if m.Feishu == nil {
 		return errors.New("the Feishu app is not configured")
+	}
+	if openID, ok := strings.CutPrefix(o.Target, feishuUser); ok {
+		if openID == "" || o.Kind != KindComment {
+			return fmt.Errorf("cannot send a %s to %s", o.Kind, o.Target)
+		}
+		content, err := feishu.Text(o.Body)
+		if err != nil {
+			return fmt.Errorf("building the message of %s: %w", o.Key, err)
+		}
+		if _, err := m.Feishu.SendToUser(ctx, openID, feishu.OutgoingMessage{UUID: "superagent-" + strconv.FormatInt(o.ID, 10), Content: content}); err != nil {
+			return fmt.Errorf("sending %s to %s: %w", o.Kind, o.Target, err)
+		}
+		return nil
 	}
 	msg, ok := strings.CutPrefix(o.Target, "feishu:message/")
 	if !ok || msg == "" {

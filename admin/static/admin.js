@@ -91,9 +91,11 @@
       }
     }
   });
-  source.addEventListener("bye", function () {
+  source.addEventListener("bye", function (ev) {
     source.close();
-    status.textContent = "the server restarted; reload for news";
+    var why = {};
+    try { why = JSON.parse(ev.data); } catch (e) { /* an older server sent {} */ }
+    status.textContent = why.reason === "session" ? "your session ended; sign in again for news" : "the server restarted; reload for news";
     status.removeAttribute("data-state");
   });
   source.addEventListener("error", function () {

@@ -416,22 +416,24 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		return nil, err
 	}
 	var chats admin.FeishuChats
+	var feishuSignIn admin.FeishuSignIn
 	if a.feishu != nil {
-		chats = a.webhooks
+		chats, feishuSignIn = a.webhooks, a.feishu
 	}
 	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie,
 		OAuth: a.oauth, PublicURL: cfg.PublicURL, AdminGitHubLogins: cfg.AdminGitHubLogins}, a.db, a.prompts, admin.Deps{
-		Tickets:     a.tickets,
-		Sessions:    a.sessions,
-		Pauser:      a.pauser(),
-		Stopper:     a.stopper(),
-		Connections: connections(cfg, a.db),
-		Chats:       chats,
-		PullFiles:   a.pullFiles(),
-		Scrubber:    cfg.scrub,
-		Trial:       a.trial(cfg),
-		RepoEnv:     a.repoEnv,
-		People:      a.people,
+		Tickets:      a.tickets,
+		Sessions:     a.sessions,
+		Pauser:       a.pauser(),
+		Stopper:      a.stopper(),
+		Connections:  connections(cfg, a.db),
+		Chats:        chats,
+		PullFiles:    a.pullFiles(),
+		Scrubber:     cfg.scrub,
+		Trial:        a.trial(cfg),
+		RepoEnv:      a.repoEnv,
+		People:       a.people,
+		FeishuSignIn: feishuSignIn,
 	})
 	if err != nil {
 		return nil, err
@@ -451,7 +453,8 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	panel.Routes(hs.Root)
 	panel.SetupRoutes(hs.API)
 	panel.PeopleAPI().Routes(hs.API)
-	// Header, body and idle timeouts: see httpserver.HTTPServer.
+	// Header, body, write and idle timeouts: see httpserver.HTTPServer; the
+	// live Ticket pages stream past the write timeout (StreamWrites).
 	srv := hs.HTTPServer(context.WithoutCancel(ctx))
 	// Live Ticket pages stream until the page closes: end them when the
 	// shutdown begins, or they hold it until its deadline.

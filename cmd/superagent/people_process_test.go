@@ -48,10 +48,13 @@ var linkInMessage = regexp.MustCompile(`https?://[^\s"\\]+/oauth/github/link\?t=
 // TestFeishuMemberOpensWorkOnlyAfterLinkingGitHub drives the binary on
 // both databases with the fake Feishu, GitHub and model: a Feishu member
 // with no linked GitHub login asks for work in a repository and gets no
-// Ticket, a one-sentence refusal with a link (the model reads it too);
-// they follow the link through the fake GitHub's OAuth flow, and the same
-// request then opens a Ticket there, through their login's write
-// permission. The link is recorded in the activity log under their name.
+// Ticket and a one-sentence refusal (the model reads it too), and the
+// link to prove their GitHub login in a private message that nobody else
+// receives. Another member who gets the link is stopped at Feishu's
+// sign-in; the member follows it through Feishu's sign-in and the fake
+// GitHub's OAuth flow, and the same request then opens a Ticket there,
+// through their login's write permission. The link is recorded in the
+// activity log under their name.
 func TestFeishuMemberOpensWorkOnlyAfterLinkingGitHub(t *testing.T) {
 	t.Parallel()
 	databases(t, func(t *testing.T, dbURL string) {
@@ -132,17 +135,20 @@ func TestFeishuMemberOpensWorkOnlyAfterLinkingGitHub(t *testing.T) {
 			return list.Tickets
 		}
 
-		// Not linked: refused, told in one sentence with the link.
+		// Not linked: refused, told in one sentence, and sent the link
+		// privately.
 		ask(t, p, fs, "om_people_first", "@_user_1 fix the typo in the README of "+helloRepo, 1)
-		var refusal string
-		waitFor(t, 2*time.Minute, "the refusal under the request", func() bool {
+		var refusal, offer string
+		waitFor(t, 2*time.Minute, "the refusal under the request and the private link", func() bool {
 			for _, m := range fs.Messages() {
 				if m.ParentID == "om_people_first" && strings.Contains(m.Content, "no linked GitHub login") {
 					refusal = m.Content
-					return true
+				}
+				if m.ToOpenID == cardRequester {
+					offer = m.Content
 				}
 			}
-			return false
+			return refusal != "" && offer != ""
 		})
 		var text struct {
 			Text string `json:"text"`
@@ -150,6 +156,13 @@ func TestFeishuMemberOpensWorkOnlyAfterLinkingGitHub(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(refusal), &text))
 		require.Equal(t, 1, strings.Count(strings.TrimSpace(text.Text), ". ")+1, "one sentence: %s", text.Text)
 		require.Contains(t, text.Text, "Rita has no linked GitHub login and this chat does not open "+helloRepo)
+		require.Contains(t, text.Text, "I have sent them a private message with a link")
+		for _, m := range fs.Messages() {
+			if m.ToOpenID == "" {
+				require.NotRegexp(t, linkInMessage, m.Content, "the group never sees the link")
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(offer), &text))
 		require.Empty(t, tickets())
 		waitFor(t, time.Minute, "the model to read the refusal", func() bool {
 			for _, r := range model.Requests() {
@@ -165,16 +178,29 @@ func TestFeishuMemberOpensWorkOnlyAfterLinkingGitHub(t *testing.T) {
 		require.NoError(t, openDB(t, dbURL).QueryRow(context.Background(), `SELECT route_refusal FROM cards WHERE author_id = $1`, cardRequester).Scan(&note))
 		require.Contains(t, note, "no linked GitHub login", "the refusal is recorded on the card")
 
-		// Rita follows the link: a page naming her, then GitHub's
-		// authorization (the fake approves for rita-gh), then back.
+		// Someone else who gets the link is stopped at Feishu's sign-in
+		// and lends Rita nothing.
 		link := linkInMessage.FindString(text.Text)
 		require.NotEmpty(t, link, text.Text)
-		browser := browserClient(t)
-		status, page := readBody(browser.Get(link))
-		require.Equal(t, http.StatusOK, status, page)
-		require.Contains(t, page, "Rita")
 		tok, err := url.Parse(link)
 		require.NoError(t, err)
+		fs.AddUser(fakefeishu.User{OpenID: "ou_people_other", Name: "Otto"})
+		fs.SignInBrowser("ou_people_other")
+		gh.SetPermission(helloRepo, "otto-gh", "admin")
+		gh.SignInBrowser("otto-gh")
+		status, page := readBody(browserClient(t).PostForm(base+"/oauth/github/link", url.Values{"t": {tok.Query().Get("t")}}))
+		require.Equal(t, http.StatusForbidden, status, page)
+		require.Contains(t, page, "this link is for someone else")
+		require.Zero(t, gh.UserTokens(), "Otto never reached GitHub")
+
+		// Rita follows the link: a page naming her, Feishu's sign-in (the
+		// fake approves for her), GitHub's authorization (for rita-gh),
+		// then back.
+		browser := browserClient(t)
+		status, page = readBody(browser.Get(link))
+		require.Equal(t, http.StatusOK, status, page)
+		require.Contains(t, page, "Rita")
+		fs.SignInBrowser(cardRequester)
 		gh.SignInBrowser("rita-gh")
 		status, page = readBody(browser.PostForm(base+"/oauth/github/link", url.Values{"t": {tok.Query().Get("t")}}))
 		require.Equal(t, http.StatusOK, status, page)
@@ -182,6 +208,7 @@ func TestFeishuMemberOpensWorkOnlyAfterLinkingGitHub(t *testing.T) {
 		// A second browser cannot finish a flow it did not start.
 		status, _ = readBody(browserClient(t).Get(base + "/oauth/github/callback?code=x&state=" + url.QueryEscape(tok.Query().Get("t"))))
 		require.Equal(t, http.StatusBadRequest, status)
+		require.Empty(t, fs.Violations())
 
 		var everyone []map[string]any
 		getJSON(t, base+"/api/people", token, &everyone)

@@ -229,12 +229,18 @@ func (c *Client) Send(ctx context.Context, m OutgoingMessage) (*SentMessage, err
 	if m.ChatID == "" {
 		return nil, fmt.Errorf("%s: chat id is required", op)
 	}
-	req := larkim.NewCreateMessageReqBuilder().ReceiveIdType(larkim.ReceiveIdTypeChatId).
+	return c.create(ctx, op, larkim.ReceiveIdTypeChatId, m.ChatID, m.ChatID, m)
+}
+
+// create posts m as a new message to the receiver id of idType, paced
+// under key.
+func (c *Client) create(ctx context.Context, op, idType, id, key string, m OutgoingMessage) (*SentMessage, error) {
+	req := larkim.NewCreateMessageReqBuilder().ReceiveIdType(idType).
 		Body(larkim.NewCreateMessageReqBodyBuilder().
-			ReceiveId(m.ChatID).MsgType(m.Content.MsgType).Content(m.Content.JSON).Uuid(m.UUID).Build()).
+			ReceiveId(id).MsgType(m.Content.MsgType).Content(m.Content.JSON).Uuid(m.UUID).Build()).
 		Build()
 	var out *SentMessage
-	err := c.call(ctx, "send", op, m.ChatID, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
+	err := c.call(ctx, "send", op, key, func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
 		resp, err := c.lark.Im.Message.Create(ctx, req)
 		if err != nil {
 			return nil, larkcore.CodeError{}, err

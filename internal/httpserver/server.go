@@ -52,6 +52,10 @@ type Config struct {
 	// IdleTimeout closes a keep-alive connection idle this long. Default
 	// DefaultIdleTimeout (1 minute).
 	IdleTimeout time.Duration
+	// WriteTimeout bounds sending a response, from its first byte; a
+	// stream's writes each get it (StreamWrites). Default
+	// DefaultWriteTimeout (30 seconds).
+	WriteTimeout time.Duration
 }
 
 // Authenticator recognises the caller of a request.
@@ -94,6 +98,9 @@ func New(cfg Config) *Server {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -101,9 +108,9 @@ func New(cfg Config) *Server {
 	m := newHTTPMetrics(cfg.Registerer)
 
 	r := chi.NewRouter()
-	// The deadline comes first: it needs the connection's own
+	// The deadlines come first: they need the connection's own
 	// ResponseWriter, before any middleware wraps it.
-	r.Use(bodyDeadline(cfg.BodyReadTimeout), middleware.RequestID, s.accessLog(m), s.recoverer)
+	r.Use(bodyDeadline(cfg.BodyReadTimeout), writeDeadline(cfg.WriteTimeout), middleware.RequestID, s.accessLog(m), s.recoverer)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	larkcore "github.com/larksuite/oapi-sdk-go/v3/core"
+	larkauthen "github.com/larksuite/oapi-sdk-go/v3/service/authen/v1"
 	larkcontact "github.com/larksuite/oapi-sdk-go/v3/service/contact/v3"
 	larkim "github.com/larksuite/oapi-sdk-go/v3/service/im/v1"
 
@@ -53,6 +54,19 @@ var handDocumented = []call{
 		}},
 		PathParams: map[string]any{"type": "object", "additionalProperties": false, "required": []any{"user_id"},
 			"properties": map[string]any{"user_id": map[string]any{"type": "string"}}}},
+	// https://open.feishu.cn/document/server-docs/authentication-management/access-token/app_access_token_internal
+	{Name: "auth.v3.auth.appAccessTokenInternal", Method: http.MethodPost, Path: "/open-apis/auth/v3/app_access_token/internal",
+		Body: map[string]any{"type": "object", "additionalProperties": false, "required": []any{"app_id", "app_secret"},
+			"properties": map[string]any{"app_id": map[string]any{"type": "string"}, "app_secret": map[string]any{"type": "string"}}}},
+	// https://open.feishu.cn/document/uAjLw4CM/ukTMukTMukTM/reference/authen-v1/oidc-access_token/create
+	// (lark-mcp 0.5.1 carries no authen calls): the sign-in's code for a
+	// user_access_token, with the app_access_token.
+	{Name: "authen.v1.oidcAccessToken.create", Method: http.MethodPost, Path: "/open-apis/authen/v1/oidc/access_token", Tokens: []string{"app"},
+		Body: map[string]any{"type": "object", "additionalProperties": false, "required": []any{"grant_type", "code"},
+			"properties": map[string]any{"grant_type": map[string]any{"type": "string", "enum": []any{"authorization_code"}},
+				"code": map[string]any{"type": "string"}}}},
+	// https://open.feishu.cn/document/uAjLw4CM/ukTMukTMukTM/reference/authen-v1/user_info/get
+	{Name: "authen.v1.userInfo.get", Method: http.MethodGet, Path: "/open-apis/authen/v1/user_info", Tokens: []string{"user"}},
 }
 
 // answers are the SDK's response types, by call: the fake's answers must
@@ -65,6 +79,9 @@ var answers = map[string]func() any{
 	"im.v1.message.patch":                    func() any { return &larkim.PatchMessageResp{} },
 	"im.v1.messageReaction.create":           func() any { return &larkim.CreateMessageReactionResp{} },
 	"contact.v3.user.get":                    func() any { return &larkcontact.GetUserResp{} },
+	"auth.v3.auth.appAccessTokenInternal":    func() any { return &larkcore.AppAccessTokenResp{} },
+	"authen.v1.oidcAccessToken.create":       func() any { return &larkauthen.CreateOidcAccessTokenResp{} },
+	"authen.v1.userInfo.get":                 func() any { return &larkauthen.GetUserInfoResp{} },
 }
 
 var calls = sync.OnceValues(func() ([]*call, error) {
@@ -143,6 +160,9 @@ type Violation = contract.Violation
 func (s *Server) checkRequest(r *http.Request, raw []byte) *call {
 	if r.URL.Path == wsPath || r.URL.Path == wsEndpointPath {
 		return nil // the long connection's own protocol, not the Open API
+	}
+	if r.URL.Path == AuthorizePath {
+		return nil // a page in the browser, not the Open API
 	}
 	cs, err := calls()
 	if err != nil {

@@ -49,9 +49,12 @@ type Message struct {
 	Content       string // the content JSON string, as sent
 	UUID          string
 	ReplyInThread bool
-	SenderID      string // open_id of a person, or the app id for the bot
-	SenderType    string // "user" or "app"
-	CreateTime    time.Time
+	// ToOpenID is the person a private message was sent to
+	// (receive_id_type=open_id); its ChatID is their chat with the bot.
+	ToOpenID   string
+	SenderID   string // open_id of a person, or the app id for the bot
+	SenderType string // "user" or "app"
+	CreateTime time.Time
 	// Patches counts the updates of a card (PATCH
 	// /open-apis/im/v1/messages/:message_id); Content is the latest.
 	Patches int
@@ -100,6 +103,7 @@ type Server struct {
 	seq       int
 	ws        *wsState
 	users     map[string]User
+	authen    authen
 }
 
 // New starts a fake closed when t ends.
@@ -236,6 +240,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, status, map[string]any{"code": f.Code, "msg": msg})
 		return
 	}
+	if s.serveAuthen(w, r, req) {
+		return
+	}
 	switch {
 	case r.URL.Path == "/open-apis/auth/v3/tenant_access_token/internal" && r.Method == http.MethodPost:
 		writeJSON(w, http.StatusOK, map[string]any{"code": 0, "msg": "ok", "tenant_access_token": Token, "expire": 7200})
@@ -293,13 +300,27 @@ func str(body map[string]any, key string) string {
 	return s
 }
 
+// create sends a new message: to a chat (receive_id_type=chat_id), or
+// privately to a person (open_id), in their chat with the bot.
 func (s *Server) create(w http.ResponseWriter, r *http.Request, req Request) {
-	if r.URL.Query().Get("receive_id_type") != "chat_id" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 99992402, "msg": "field validation failed: receive_id_type"})
-		return
+	to := str(req.Body, "receive_id")
+	switch r.URL.Query().Get("receive_id_type") {
+	case "chat_id":
+		s.send(w, req, Message{ChatID: to})
+	case "open_id":
+		if !strings.HasPrefix(to, "ou_") {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"code": 99992361, "msg": "open_id cross app or not exist: " + to})
+			return
+		}
+		s.send(w, req, Message{ChatID: P2PChat(to), ToOpenID: to})
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 99992402, "msg": "field validation failed: receive_id_type (the fake knows chat_id and open_id)"})
 	}
-	s.send(w, req, Message{ChatID: str(req.Body, "receive_id")})
 }
+
+// P2PChat is the id the fake gives the private chat between the bot and
+// the person openID.
+func P2PChat(openID string) string { return "oc_p2p_" + strings.TrimPrefix(openID, "ou_") }
 
 func (s *Server) reply(w http.ResponseWriter, parentID string, req Request) {
 	s.mu.Lock()

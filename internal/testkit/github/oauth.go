@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/superagent-dev/superagent/internal/testkit/signinpage"
 )
 
 // The App's user authorization, the OAuth web flow
@@ -71,8 +73,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect := q.Get("redirect_uri")
-	u, err := url.Parse(redirect)
-	if redirect == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, ok := signinpage.RedirectURL(redirect)
+	if !ok {
 		http.Error(w, "The redirect_uri MUST match the registered callback URL for this application.", http.StatusBadRequest)
 		return
 	}
@@ -86,20 +88,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		s.oauth.codes[code] = oauthCode{login: login, clientID: q.Get("client_id"), redirect: redirect, expires: time.Now().Add(10 * time.Minute)}
 	}
 	s.oauth.mu.Unlock()
-	if login == "" {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte("<!doctype html><title>Sign in to GitHub</title><form>Sign in to GitHub to continue</form>"))
-		return
-	}
-	back := url.Values{"code": {code}}
-	if st := q.Get("state"); st != "" {
-		back.Set("state", st)
-	}
-	sep := "?"
-	if u.RawQuery != "" {
-		sep = "&"
-	}
-	http.Redirect(w, r, redirect+sep+back.Encode(), http.StatusFound)
+	signinpage.Answer(w, r, u, login != "", code, "GitHub")
 }
 
 // accessToken answers POST /login/oauth/access_token: client_id,
