@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +43,9 @@ func chiModule(t testing.TB) map[string]string {
 // goRoot is the Go toolchain, bound read-only into the sandbox.
 func goRoot(t testing.TB) string {
 	t.Helper()
-	return runtime.GOROOT()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
 }
 
 // goTestCycle is one Ticket's view of a real module: a Manager whose

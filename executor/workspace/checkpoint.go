@@ -357,19 +357,6 @@ func moveObjects(from, to string) error {
 	})
 }
 
-// isObjectID reports whether s is a full hex object id.
-func isObjectID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // Restored says what Restore did with the checkpoint it found.
 type Restored struct {
 	// Checkpoint is the one remote holds; empty when it holds none.

@@ -129,7 +129,7 @@ type batchScanner struct {
 
 func (b *batchScanner) Write(p []byte) (int, error) {
 	if b.found != "" || b.err != nil {
-		return len(p), nil // drain
+		return len(p), nil //nolint:nilerr // drained: git must finish writing; the error is read from b.err
 	}
 	b.buf = append(b.buf, p...)
 	for b.found == "" && b.err == nil {
