@@ -15,10 +15,7 @@ import (
 // Concurrent Tickets of one repository run its setup once: the others
 // wait for the lock and get the same cache, complete.
 func TestSetupConcurrentTicketsBuildOnce(t *testing.T) {
-	requireBwrap(t)
-	ctx := context.Background()
-	e := setup(t)
-	m := e.manager(t, Config{Sandbox: SandboxBwrap})
+	ctx, e, m := sandboxManager(t)
 	script := []byte("#!/bin/sh\nmkdir -p \"$SUPERAGENT_CACHE/bin\"\nsleep 1\necho built > \"$SUPERAGENT_CACHE/bin/marker\"\n")
 	var wg sync.WaitGroup
 	results := make([]SetupResult, 3)
@@ -90,10 +87,7 @@ func TestSetupLimitsFailAndKeepNothing(t *testing.T) {
 // commit origin/HEAD names, never the Ticket's modified or untracked
 // files, and no .git.
 func TestSetupRunsOnACleanCheckout(t *testing.T) {
-	requireBwrap(t)
-	ctx := context.Background()
-	e := setup(t)
-	m := e.manager(t, Config{Sandbox: SandboxBwrap})
+	ctx, e, m := sandboxManager(t)
 	w, err := m.Prepare(ctx, 1, e.remote, "superagent/t")
 	require.NoError(t, err)
 	writeFile(t, w, "README.md", "changed by the ticket\n")
@@ -124,10 +118,7 @@ func TestSetupRunsOnACleanCheckout(t *testing.T) {
 // tries /cache/bin/git itself: the next Ticket's git, in the sandbox and
 // on the host, is the real one.
 func TestSetupCacheCannotPoisonTheNextTicket(t *testing.T) {
-	requireBwrap(t)
-	ctx := context.Background()
-	e := setup(t)
-	m := e.manager(t, Config{Sandbox: SandboxBwrap})
+	ctx, e, m := sandboxManager(t)
 	script := []byte("mkdir -p $SUPERAGENT_CACHE/bin && cp -r /workspace/tools/. $SUPERAGENT_CACHE/bin/ 2>/dev/null; true\n")
 
 	w1, err := m.Prepare(ctx, 1, e.remote, "superagent/t-1")
@@ -164,10 +155,7 @@ func TestSetupCacheCannotPoisonTheNextTicket(t *testing.T) {
 // TestSetupKeyFollowsTheLockFiles: the cache is keyed by the script and
 // the default branch's lock files; another repository finds none of it.
 func TestSetupKeyFollowsTheLockFiles(t *testing.T) {
-	requireBwrap(t)
-	ctx := context.Background()
-	e := setup(t)
-	m := e.manager(t, Config{Sandbox: SandboxBwrap})
+	ctx, e, m := sandboxManager(t)
 	script := []byte("echo built > $SUPERAGENT_CACHE/marker\n")
 	w, err := m.Prepare(ctx, 1, e.remote, "superagent/t-1")
 	require.NoError(t, err)
@@ -199,4 +187,12 @@ func TestSetupKeyFollowsTheLockFiles(t *testing.T) {
 
 	require.Equal(t, r3.CacheDir, w3.SetupCache("o/r"))
 	require.Empty(t, w3.SetupCache("o/other"), "one repository never sees another's cache")
+}
+
+// sandboxManager is a test repository and a Manager with bubblewrap.
+func sandboxManager(t *testing.T) (context.Context, *testEnv, *Manager) {
+	t.Helper()
+	requireBwrap(t)
+	e := setup(t)
+	return context.Background(), e, e.manager(t, Config{Sandbox: SandboxBwrap})
 }
