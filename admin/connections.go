@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/modelhealth"
+	"github.com/superagent-dev/superagent/internal/queue"
 )
 
 // Connection kinds the overview knows how to watch.
@@ -45,12 +47,56 @@ type connectionView struct {
 	Failure     string
 	// OKWhat and FailWhat say what was seen ("a webhook delivery").
 	OKWhat string
+	// FailingSince is, for the model, the first failure since the last
+	// answer of a role whose latest request failed; zero while every
+	// role's model answers.
+	FailingSince time.Time
+	// WaitingJobs counts, for a model not configured in this process,
+	// the jobs that wait for a process with one.
+	WaitingJobs int
 }
 
 // Healthy reports whether the connection is configured and its latest
 // news is not a failure.
 func (c connectionView) Healthy() bool {
-	return c.Configured && (c.LastFailure.IsZero() || c.LastOK.After(c.LastFailure))
+	return c.Configured && c.FailingSince.IsZero() && (c.LastFailure.IsZero() || c.LastOK.After(c.LastFailure))
+}
+
+// roleNames say whose model a role's is.
+var roleNames = map[string]string{modelhealth.Main: "the main Session's model", modelhealth.Executor: "the Executors' model"}
+
+// modelSeen adds to c what model_health recorded of each role's model: a
+// role whose latest request failed makes the connection failing, with
+// since when and why, even while the other role's model answers.
+func modelSeen(ctx context.Context, q db.Querier, c *connectionView) error {
+	if !c.Configured {
+		// This process has no model: the roles' jobs wait for a process
+		// that has one, if any runs.
+		n, err := queue.WaitingForRoles(ctx, q)
+		if err != nil {
+			return err
+		}
+		c.WaitingJobs = n
+	}
+	for _, role := range []string{modelhealth.Main, modelhealth.Executor} {
+		st, err := modelhealth.Read(ctx, q, role)
+		if err != nil {
+			return err
+		}
+		if st.LastOK.After(c.LastOK) {
+			c.LastOK = st.LastOK
+		}
+		if !st.Failing() {
+			continue
+		}
+		if c.FailingSince.IsZero() || st.FailingSince.Before(c.FailingSince) {
+			c.FailingSince = st.FailingSince
+		}
+		if st.LastFailure.After(c.LastFailure) || c.Failure == "" {
+			c.LastFailure, c.Failure = st.LastFailure, roleNames[role]+" "+st.Model+": "+st.Error
+		}
+	}
+	return nil
 }
 
 // seen reads, for each kind, the latest success and failure the database
@@ -91,6 +137,11 @@ func seen(ctx context.Context, q db.Querier, c *connectionView) error {
 			c.LastOK = last.Time.UTC()
 		}
 	}
+	if c.Kind == ConnModel {
+		if err := modelSeen(ctx, q, c); err != nil {
+			return err
+		}
+	}
 	if failQ == "" {
 		return nil
 	}
@@ -99,7 +150,7 @@ func seen(ctx context.Context, q db.Querier, c *connectionView) error {
 	if err := q.QueryRow(ctx, failQ, c.Kind).Scan(&at, &why); err != nil && !errors.Is(err, db.ErrNoRows) {
 		return fmt.Errorf("reading the last failure of %s: %w", c.Kind, err)
 	}
-	if at.Valid {
+	if at.Valid && at.Time.After(c.LastFailure) {
 		c.LastFailure, c.Failure = at.Time.UTC(), why
 	}
 	return nil

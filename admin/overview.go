@@ -1,8 +1,14 @@
 package admin
 
 import (
+	"context"
 	"net/http"
+	"time"
 
+	"github.com/go-chi/chi/v5"
+
+	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/internal/modelhealth"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -24,6 +30,9 @@ type overviewPage struct {
 	// Inbox is the cards that never became Tickets, newest first; nil
 	// when Tickets are not available here.
 	Inbox []tickets.Unrouted
+	// HeldUp is the main Session's model while it fails: the candidates
+	// wait for it, and say so.
+	HeldUp *modelhealth.Status
 }
 
 // inboxSize is how many unrouted cards the overview lists.
@@ -51,24 +60,82 @@ func (a *Admin) getOverview(w http.ResponseWriter, r *http.Request) error {
 	if v.Revision > 0 {
 		p.Latest = &v.VersionInfo
 	}
-	if a.deps.Connections != nil {
-		for _, c := range a.deps.Connections(ctx) {
-			cv := connectionView{Connection: c}
-			if err := seen(ctx, a.db, &cv); err != nil {
-				return err
-			}
-			if !cv.Healthy() {
-				p.Unhealthy++
-			}
-			p.Connections = append(p.Connections, cv)
+	if p.Connections, err = a.connections(ctx); err != nil {
+		return err
+	}
+	for _, c := range p.Connections {
+		if !c.Healthy() {
+			p.Unhealthy++
 		}
 	}
 	if a.deps.Tickets != nil {
 		if p.Inbox, err = a.deps.Tickets.UnroutedCards(ctx, a.db, inboxSize); err != nil {
 			return err
 		}
+		main, err := modelhealth.Read(ctx, a.db, modelhealth.Main)
+		if err != nil {
+			return err
+		}
+		if main.Failing() {
+			p.HeldUp = &main
+		}
 	}
 	return a.render(w, r, http.StatusOK, "overview.html", pageData{Title: "Overview", Data: p})
+}
+
+// connections are the deployment's connections with what the database
+// last saw of each; none when this process does not report them.
+func (a *Admin) connections(ctx context.Context) ([]connectionView, error) {
+	if a.deps.Connections == nil {
+		return nil, nil
+	}
+	var out []connectionView
+	for _, c := range a.deps.Connections(ctx) {
+		cv := connectionView{Connection: c}
+		if err := seen(ctx, a.db, &cv); err != nil {
+			return nil, err
+		}
+		out = append(out, cv)
+	}
+	return out, nil
+}
+
+// connectionJSON is a connection as GET /api/connections shows it: what
+// the overview shows.
+type connectionJSON struct {
+	Kind         string    `json:"kind"`
+	Name         string    `json:"name"`
+	Configured   bool      `json:"configured"`
+	Detail       string    `json:"detail,omitempty"`
+	Healthy      bool      `json:"healthy"`
+	LastOK       time.Time `json:"last_ok,omitzero"`
+	LastOKWhat   string    `json:"last_ok_what,omitempty"`
+	LastFailure  time.Time `json:"last_failure,omitzero"`
+	Failure      string    `json:"failure,omitempty"`
+	FailingSince time.Time `json:"failing_since,omitzero"`
+	WaitingJobs  int       `json:"waiting_jobs,omitempty"`
+	Hint         string    `json:"hint"`
+}
+
+// OverviewRoutes mounts the overview's API on r (under /api):
+// GET /connections.
+func (a *Admin) OverviewRoutes(r chi.Router) {
+	r.Get("/connections", httpserver.HandleWith(a.cfg.Logger, a.apiConnections))
+}
+
+func (a *Admin) apiConnections(w http.ResponseWriter, r *http.Request) error {
+	cs, err := a.connections(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]connectionJSON, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, connectionJSON{Kind: c.Kind, Name: c.Name, Configured: c.Configured, Detail: c.Detail, Healthy: c.Healthy(),
+			LastOK: c.LastOK, LastOKWhat: c.OKWhat, LastFailure: c.LastFailure, Failure: c.Failure, FailingSince: c.FailingSince,
+			WaitingJobs: c.WaitingJobs, Hint: c.Hint})
+	}
+	httpserver.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // activityPage lists recent panel activity beside recent versions.

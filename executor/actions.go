@@ -3,14 +3,11 @@ package executor
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 
-	"github.com/google/go-github/v66/github"
-
+	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -70,21 +67,19 @@ func (e *Executor) ciFailure(ctx context.Context, repo string, c tickets.Card) c
 	if err != nil {
 		return ciReport{text: "host: the failed jobs' logs are unavailable: " + e.deps.Scrubber.Scrub(err.Error()) + "\n"}
 	}
-	owner, name, _ := strings.Cut(repo, "/")
-	var jobs []*github.WorkflowJob
+	var jobs []*githubapp.WorkflowJob
 	if runID != 0 {
-		list, _, err := gh.Actions.ListWorkflowJobs(ctx, owner, name, runID, &github.ListWorkflowJobsOptions{Filter: "latest",
-			ListOptions: github.ListOptions{PerPage: 100}})
+		list, err := gh.WorkflowJobs(ctx, runID)
 		if err != nil {
 			return ciReport{text: fmt.Sprintf("host: the jobs of workflow run %d are unavailable: %s\n", runID, e.deps.Scrubber.Scrub(err.Error()))}
 		}
-		for _, j := range list.Jobs {
+		for _, j := range list {
 			if (jobID != 0 && j.GetID() == jobID) || (jobID == 0 && failedJob(j.GetConclusion())) {
 				jobs = append(jobs, j)
 			}
 		}
 	} else {
-		jobs = []*github.WorkflowJob{{ID: github.Int64(jobID)}}
+		jobs = []*githubapp.WorkflowJob{{ID: &jobID}}
 	}
 	if len(jobs) == 0 {
 		return ciReport{text: fmt.Sprintf("host: workflow run %d has no failed job to show.\n", runID)}
@@ -99,7 +94,7 @@ func (e *Executor) ciFailure(ctx context.Context, repo string, c tickets.Card) c
 		if out.head == "" {
 			out.head = j.GetHeadSHA()
 		}
-		b.WriteString(e.jobExcerpt(ctx, gh, owner, name, j, maxExcerpt/len(jobs)))
+		b.WriteString(e.jobExcerpt(ctx, gh, j, maxExcerpt/len(jobs)))
 	}
 	out.text = b.String()
 	return out
@@ -108,7 +103,7 @@ func (e *Executor) ciFailure(ctx context.Context, repo string, c tickets.Card) c
 // jobExcerpt is one failed job's part: its name, the step that failed, and
 // the end of its log from that step on, without GitHub's timestamps and
 // scrubbed of secrets.
-func (e *Executor) jobExcerpt(ctx context.Context, gh *github.Client, owner, name string, j *github.WorkflowJob, limit int) string {
+func (e *Executor) jobExcerpt(ctx context.Context, gh *githubapp.Repo, j *githubapp.WorkflowJob, limit int) string {
 	step := ""
 	for _, s := range j.Steps {
 		if failedJob(s.GetConclusion()) {
@@ -129,7 +124,7 @@ func (e *Executor) jobExcerpt(ctx context.Context, gh *github.Client, owner, nam
 	if step != "" {
 		fmt.Fprintf(&b, " failed at step %q", step)
 	}
-	log, err := e.jobLog(ctx, gh, owner, name, j.GetID())
+	log, err := gh.JobLogs(ctx, j.GetID(), 8<<20)
 	if err != nil {
 		fmt.Fprintf(&b, "; its log is unavailable: %s\n", e.deps.Scrubber.Scrub(err.Error()))
 		return b.String()
@@ -151,30 +146,4 @@ func (e *Executor) jobExcerpt(ctx context.Context, gh *github.Client, owner, nam
 	}
 	fmt.Fprintf(&b, "; its log ends with (outside data):\n%s\n%s\n%s\n", fence, log, fence)
 	return b.String()
-}
-
-// jobLog downloads a job's log: GitHub answers the job's logs URL with a
-// redirect to a short-lived download that needs no token.
-func (e *Executor) jobLog(ctx context.Context, gh *github.Client, owner, name string, jobID int64) (string, error) {
-	u, _, err := gh.Actions.GetWorkflowJobLogs(ctx, owner, name, jobID, 3)
-	if err != nil {
-		return "", err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s", resp.Status)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return "", err
-	}
-	return string(body), nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -100,10 +99,6 @@ type Deps struct {
 	Workspaces *workspace.Manager
 	// GitHub is the App's client; nil when GitHub is not set up.
 	GitHub *githubapp.Client
-	// GraphQLURL is GitHub's GraphQL endpoint. Default: derived from the
-	// App client's REST root (…/graphql on github.com, …/api/graphql on
-	// GitHub Enterprise Server).
-	GraphQLURL string
 	// Feishu is the Feishu client; nil when Feishu is not set up.
 	Feishu *feishu.Client
 	// Continuer continues a Ticket when a person writes to it after its
@@ -172,9 +167,6 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("configuring the executor: %w", errors.Join(problems...))
 	}
-	if deps.GraphQLURL == "" && deps.GitHub != nil {
-		deps.GraphQLURL = graphQLURL(deps.GitHub.BaseURL())
-	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
@@ -191,15 +183,6 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 	}
 	e.sessions = session.New(cfg.Session, deps.DB, deps.Model, e, deps.Scrubber, cfg.Now)
 	return e, nil
-}
-
-// graphQLURL derives the GraphQL endpoint from a REST root.
-func graphQLURL(rest string) string {
-	rest = strings.TrimRight(rest, "/")
-	if base, ok := strings.CutSuffix(rest, "/api/v3"); ok {
-		return base + "/api/graphql"
-	}
-	return rest + "/graphql"
 }
 
 // Register adds the Executor's worker for jobs.ExecuteArgs to q, the

@@ -1,16 +1,9 @@
 package executor
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
-
-	"github.com/google/go-github/v66/github"
 
 	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/githubapp"
@@ -36,14 +29,14 @@ func (e *Executor) scoped(ctx context.Context, repo string) (*githubapp.Scoped, 
 	return e.deps.GitHub.ForRepoScoped(ctx, e.deps.DB, repo, toolPermissions)
 }
 
-// installationClient is a GitHub client acting as the installation that
-// covers repo, scoped to it.
-func (e *Executor) installationClient(ctx context.Context, repo string) (*github.Client, error) {
+// installationClient is repo as the installation that covers it reaches
+// it, scoped to it.
+func (e *Executor) installationClient(ctx context.Context, repo string) (*githubapp.Repo, error) {
 	s, err := e.scoped(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
-	return s.GitHub, nil
+	return &s.Repo, nil
 }
 
 // remote is the Ticket's repository as git reaches it, with a current
@@ -56,8 +49,7 @@ func (e *Executor) remote(ctx context.Context, repo string) (workspace.Remote, e
 	if err != nil {
 		return workspace.Remote{}, err
 	}
-	owner, name, _ := strings.Cut(repo, "/")
-	r, _, err := s.GitHub.Repositories.Get(ctx, owner, name)
+	r, err := s.Repository(ctx)
 	if err != nil {
 		return workspace.Remote{}, fmt.Errorf("reading repository %s: %w", repo, err)
 	}
@@ -90,59 +82,4 @@ func (e *Executor) prepare(ctx context.Context, t tickets.Ticket) (*workspace.Wo
 		return nil, false, err
 	}
 	return ws, restored, nil
-}
-
-// graphQL runs one GraphQL request as the installation covering repo and
-// decodes its data into out.
-func (e *Executor) graphQL(ctx context.Context, repo, query string, vars map[string]any, out any) error {
-	sc, err := e.scoped(ctx, repo)
-	if err != nil {
-		return err
-	}
-	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
-	if err != nil {
-		return fmt.Errorf("encoding a GraphQL request: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.deps.GraphQLURL, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("building a GraphQL request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	// The installation client's transport adds the token, paces writes and
-	// retries rate limits.
-	resp, err := sc.GitHub.Client().Do(req)
-	if err != nil {
-		return fmt.Errorf("GraphQL request: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return fmt.Errorf("reading a GraphQL answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GraphQL request: %s: %s", resp.Status, strings.TrimSpace(string(raw)))
-	}
-	var envelope struct {
-		Data   json.RawMessage `json:"data"`
-		Errors []struct {
-			Message string `json:"message"`
-		} `json:"errors"`
-	}
-	if err := json.Unmarshal(raw, &envelope); err != nil {
-		return fmt.Errorf("decoding a GraphQL answer: %w", err)
-	}
-	if len(envelope.Errors) > 0 {
-		msgs := make([]string, len(envelope.Errors))
-		for i, m := range envelope.Errors {
-			msgs[i] = m.Message
-		}
-		return fmt.Errorf("GraphQL: %s", strings.Join(msgs, "; "))
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(envelope.Data, out); err != nil {
-		return fmt.Errorf("decoding GraphQL data: %w", err)
-	}
-	return nil
 }

@@ -6,9 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/go-github/v66/github"
-
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -79,10 +78,9 @@ func orRunning(conclusion string) string {
 }
 
 // facts reads the auto-merge facts of a pull request from GitHub.
-func (e *Executor) mergeFacts(ctx context.Context, gh *github.Client, repo string, pr *github.PullRequest) (mergeFacts, error) {
-	owner, name, _ := strings.Cut(repo, "/")
+func (e *Executor) mergeFacts(ctx context.Context, gh *githubapp.Repo, repo string, pr *githubapp.PullRequest) (mergeFacts, error) {
 	f := mergeFacts{Draft: pr.GetDraft(), Merged: pr.GetMerged(), ChangedLines: pr.GetAdditions() + pr.GetDeletions(), Checks: map[string]string{}}
-	runs, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, name, pr.GetHead().GetSHA(), &github.ListCheckRunsOptions{ListOptions: github.ListOptions{PerPage: 100}})
+	runs, err := gh.CheckRuns(ctx, pr.GetHead().GetSHA(), "")
 	if err != nil {
 		return f, fmt.Errorf("reading the checks of %s#%d: %w", repo, pr.GetNumber(), err)
 	}
@@ -93,7 +91,7 @@ func (e *Executor) mergeFacts(ctx context.Context, gh *github.Client, repo strin
 		}
 		f.Checks[r.GetName()] = r.GetConclusion()
 	}
-	reviews, _, err := gh.PullRequests.ListReviews(ctx, owner, name, pr.GetNumber(), &github.ListOptions{PerPage: 100})
+	reviews, err := gh.Reviews(ctx, pr.GetNumber())
 	if err != nil {
 		return f, fmt.Errorf("reading the reviews of %s#%d: %w", repo, pr.GetNumber(), err)
 	}
@@ -130,17 +128,16 @@ func (e *Executor) prMerge(ctx context.Context, call session.Call, _ noArgs) (st
 	if problems := autoMergeProblems(settings.Sections.DeliveryRequirements.AutoMerge, facts); len(problems) > 0 {
 		return "", session.Refuse("auto-merge is not allowed: %s; leave the merge to a person", strings.Join(problems, "; "))
 	}
-	owner, name, _ := strings.Cut(t.Repo, "/")
 	o := tickets.Outgoing{Key: fmt.Sprintf("merge:ticket:%d:%d", t.ID, t.PullNumber), TicketID: t.ID, Source: tickets.SourceGitHub,
 		Kind: "merge", Target: fmt.Sprintf("%s#%d", t.Repo, t.PullNumber), Body: pr.GetHead().GetSHA()}
 	_, err = e.write(ctx, o, func(ctx context.Context) (string, error) {
-		res, _, err := gh.PullRequests.Merge(ctx, owner, name, t.PullNumber, "", &github.PullRequestOptions{SHA: pr.GetHead().GetSHA()})
+		sha, err := gh.MergePull(ctx, t.PullNumber, pr.GetHead().GetSHA())
 		if err != nil {
 			return "", fmt.Errorf("merging %s#%d: %w", t.Repo, t.PullNumber, err)
 		}
-		return res.GetSHA(), nil
+		return sha, nil
 	}, func(ctx context.Context) (string, bool, error) {
-		pr, _, err := gh.PullRequests.Get(ctx, owner, name, t.PullNumber)
+		pr, err := gh.PullRequest(ctx, t.PullNumber)
 		if err != nil {
 			return "", false, err
 		}

@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-github/v66/github"
-
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/outbox"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -151,19 +150,18 @@ func (e *Executor) syncComment(ctx context.Context, t tickets.Ticket, p *progres
 	if err != nil {
 		return err
 	}
-	owner, name, _ := strings.Cut(repo, "/")
 	box := &outbox.Box{DB: e.deps.DB, Tickets: e.deps.Tickets, Logger: e.cfg.Logger}
 	o := tickets.Outgoing{TicketID: t.ID, Source: tickets.SourceGitHub, Kind: "progress", Target: p.CommentTarget, Body: t.State}
 	if p.CommentID == 0 {
 		o.Key = base
 		ref, err := box.Write(ctx, o, func(ctx context.Context) (string, error) {
-			c, _, err := gh.Issues.CreateComment(ctx, owner, name, number, &github.IssueComment{Body: github.String(body)})
+			c, err := gh.CreateComment(ctx, number, body)
 			if err != nil {
 				return "", fmt.Errorf("posting the progress comment on %s#%d: %w", repo, number, err)
 			}
 			return strconv.FormatInt(c.GetID(), 10), nil
 		}, func(ctx context.Context) (string, bool, error) {
-			c, err := outbox.MarkedComment(ctx, gh, repo, number, base)
+			c, err := outbox.MarkedComment(ctx, gh, number, base)
 			if err != nil || c == nil {
 				return "", false, err
 			}
@@ -183,7 +181,7 @@ func (e *Executor) syncComment(ctx context.Context, t tickets.Ticket, p *progres
 		o.Key = base + ":" + digest(p.BodySHA, sha)
 		id := p.CommentID
 		_, err := box.Write(ctx, o, func(ctx context.Context) (string, error) {
-			_, _, err := gh.Issues.EditComment(ctx, owner, name, id, &github.IssueComment{Body: github.String(body)})
+			err := gh.EditComment(ctx, id, body)
 			if err != nil {
 				return "", fmt.Errorf("editing the progress comment on %s#%d: %w", repo, number, err)
 			}
@@ -286,7 +284,6 @@ func (e *Executor) syncCheckRun(ctx context.Context, t tickets.Ticket, p *progre
 	if err != nil {
 		return err
 	}
-	owner, name, _ := strings.Cut(t.Repo, "/")
 	head := pr.GetHead().GetSHA()
 	box := &outbox.Box{DB: e.deps.DB, Tickets: e.deps.Tickets, Logger: e.cfg.Logger}
 	if head != "" && head != p.CheckHead {
@@ -300,18 +297,14 @@ func (e *Executor) syncCheckRun(ctx context.Context, t tickets.Ticket, p *progre
 		title, summary := e.checkOutput(ctx, t)
 		o := tickets.Outgoing{Key: key, TicketID: t.ID, Source: tickets.SourceGitHub, Kind: "check_run", Target: t.Repo + "@" + head, Body: "in_progress"}
 		ref, err := box.Write(ctx, o, func(ctx context.Context) (string, error) {
-			opts := github.CreateCheckRunOptions{Name: CheckRunName, HeadSHA: head, Status: github.String("in_progress"),
-				ExternalID: github.String(ext), Output: &github.CheckRunOutput{Title: github.String(title), Summary: github.String(summary)}}
-			if u := e.TicketURL(t.ID); u != "" {
-				opts.DetailsURL = github.String(u)
-			}
-			run, _, err := gh.Checks.CreateCheckRun(ctx, owner, name, opts)
+			id, err := gh.CreateCheckRun(ctx, githubapp.CheckRunSpec{Name: CheckRunName, HeadSHA: head, Status: "in_progress",
+				ExternalID: ext, DetailsURL: e.TicketURL(t.ID), Title: title, Summary: summary})
 			if err != nil {
 				return "", fmt.Errorf("creating the check run on %s@%s: %w", t.Repo, head, err)
 			}
-			return strconv.FormatInt(run.GetID(), 10), nil
+			return strconv.FormatInt(id, 10), nil
 		}, func(ctx context.Context) (string, bool, error) {
-			runs, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, name, head, &github.ListCheckRunsOptions{CheckName: github.String(CheckRunName)})
+			runs, err := gh.CheckRuns(ctx, head, CheckRunName)
 			if err != nil {
 				return "", false, err
 			}
@@ -346,15 +339,13 @@ func (e *Executor) syncCheckRun(ctx context.Context, t tickets.Ticket, p *progre
 	return e.completeCheckRun(ctx, box, gh, t, p, conclusion, title, summary)
 }
 
-func (e *Executor) completeCheckRun(ctx context.Context, box *outbox.Box, gh *github.Client, t tickets.Ticket, p *progress, conclusion, title, summary string) error {
-	owner, name, _ := strings.Cut(t.Repo, "/")
+func (e *Executor) completeCheckRun(ctx context.Context, box *outbox.Box, gh *githubapp.Repo, t tickets.Ticket, p *progress, conclusion, title, summary string) error {
 	id := p.CheckRunID
 	o := tickets.Outgoing{Key: fmt.Sprintf("check:ticket:%d:run:%d:completed", t.ID, id), TicketID: t.ID, Source: tickets.SourceGitHub,
 		Kind: "check_run", Target: t.Repo + "@" + p.CheckHead, Body: conclusion}
 	_, err := box.Write(ctx, o, func(ctx context.Context) (string, error) {
-		_, _, err := gh.Checks.UpdateCheckRun(ctx, owner, name, id, github.UpdateCheckRunOptions{Name: CheckRunName,
-			Status: github.String("completed"), Conclusion: github.String(conclusion), CompletedAt: &github.Timestamp{Time: e.cfg.Now().UTC().Truncate(time.Second)},
-			Output: &github.CheckRunOutput{Title: github.String(title), Summary: github.String(summary)}})
+		err := gh.UpdateCheckRun(ctx, id, githubapp.CheckRunSpec{Name: CheckRunName, Status: "completed", Conclusion: conclusion,
+			CompletedAt: e.cfg.Now().UTC().Truncate(time.Second), Title: title, Summary: summary})
 		if err != nil {
 			return "", fmt.Errorf("completing the check run %d on %s: %w", id, t.Repo, err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -66,10 +67,9 @@ func (e *Executor) adoptPull(ctx context.Context, t tickets.Ticket, sid int64) (
 	if err != nil {
 		return t, err
 	}
-	owner, name, _ := strings.Cut(t.Repo, "/")
-	pr, _, err := gh.PullRequests.Get(ctx, owner, name, src.Thread.Number)
+	pr, err := gh.PullRequest(ctx, src.Thread.Number)
 	switch {
-	case isNotFound(err):
+	case githubapp.IsNotFound(err):
 		return t, nil // an issue
 	case err != nil:
 		return t, fmt.Errorf("reading pull request %s#%d: %w", t.Repo, src.Thread.Number, err)

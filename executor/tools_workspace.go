@@ -267,7 +267,7 @@ func (e *Executor) commitAuthor(ctx context.Context, repo string) (workspace.Aut
 	if err != nil {
 		return workspace.Author{}, err
 	}
-	u, _, err := gh.Users.Get(ctx, login)
+	u, err := gh.User(ctx, login)
 	if err != nil {
 		return workspace.Author{}, fmt.Errorf("reading the App's bot account %s: %w", login, err)
 	}

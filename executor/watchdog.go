@@ -25,10 +25,10 @@ type WatchArgs struct{}
 // Kind names the job.
 func (WatchArgs) Kind() string { return "executor_watchdog" }
 
-// InsertOpts puts it on the maintenance queue, one waiting or running at
-// a time.
+// InsertOpts puts it on the roles' upkeep queue, one waiting or running
+// at a time.
 func (WatchArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: queue.Maintenance, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: queue.Unfinished()}}
+	return river.InsertOpts{Queue: queue.Upkeep, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: queue.Unfinished()}}
 }
 
 // Watchdog is the worker for WatchArgs.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/lease"
+	"github.com/superagent-dev/superagent/internal/retry"
 	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -41,7 +42,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.ExecuteArgs]) err
 	switch {
 	case errors.Is(err, ErrBusy):
 		return river.JobSnooze(w.e.cfg.Snooze)
-	case err != nil && job.Attempt >= maxAttempts && ctx.Err() == nil:
+	case err != nil && job.Attempt >= maxAttempts && ctx.Err() == nil && !errors.Is(err, retry.ErrStopping):
 		// Retrying has not helped (a repository that cannot be cloned, a
 		// model that keeps failing): a person hears of it, once.
 		if rerr := w.e.giveUp(context.WithoutCancel(ctx), job.Args.TicketID, err); rerr != nil {

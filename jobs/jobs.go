@@ -57,10 +57,10 @@ type ReviveArgs struct{}
 // Kind names the job.
 func (ReviveArgs) Kind() string { return "route_watchdog" }
 
-// InsertOpts puts it on the maintenance queue, one waiting or running at
-// a time.
+// InsertOpts puts it on the roles' upkeep queue, one waiting or running
+// at a time.
 func (ReviveArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: queue.Maintenance, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: queue.Unfinished()}}
+	return river.InsertOpts{Queue: queue.Upkeep, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: queue.Unfinished()}}
 }
 
 // CardArgs brings a Ticket's status card in Feishu up to date: posted once
@@ -76,5 +76,6 @@ type CardArgs struct {
 // Kind names the job.
 func (CardArgs) Kind() string { return "feishu_status_card" }
 
-// InsertOpts puts card updates on the maintenance queue.
-func (CardArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue.Maintenance} }
+// InsertOpts puts card updates on the roles' upkeep queue: only a process
+// with the Executor works them.
+func (CardArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue.Upkeep} }

@@ -24,23 +24,17 @@ type Waker struct {
 	// Tickets stores Reports and hand-backs; required by Report and
 	// HandBack.
 	Tickets *tickets.Store
-	// Debounce delays a turn scheduled while another runs or just ran, so
-	// that what arrives in a burst becomes one batch; a turn scheduled on
-	// a quiet service starts at once. Zero: every turn may run at once.
-	Debounce time.Duration
-	// Busy reports whether a turn is running or ended less than Debounce
-	// ago. Nil: always busy, so every turn waits Debounce.
-	Busy func(ctx context.Context, q db.Querier, since time.Time) (bool, error)
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
 
 // ScheduleTurn enqueues a main Session turn inside tx, unless one is
-// already waiting: then that turn picks up what tx adds. On a quiet service
-// the turn may start at once; while a turn runs, or just after one, it
-// waits Debounce, the way the webhook committer batches: whatever arrives
-// while a turn works is the next batch. Call it whenever a Report,
-// hand-back, notice or candidate is stored.
+// already waiting: then that turn picks up what tx adds. The job is
+// available at once, so a process starts it as soon as tx commits; the
+// turn itself waits out the debounce after the last one that routed cards
+// (see orchestrator.Config.Debounce), so whatever arrives meanwhile is
+// one batch. Call it whenever a Report, hand-back, notice or candidate is
+// stored.
 //
 // Within one transaction the turn is scheduled once: a batch of cards
 // stored together needs one turn, and asking River again for each would
@@ -56,41 +50,28 @@ func (w *Waker) ScheduleTurn(ctx context.Context, tx *db.Tx) error {
 type turnScheduled struct{ w *Waker }
 
 func (w *Waker) scheduleTurn(ctx context.Context, tx *db.Tx) error {
-	now := time.Now
-	if w.Now != nil {
-		now = w.Now
-	}
-	// A turn that waits to start will read what tx adds. Seeing it takes
-	// one indexed read; River's unique insert would find it too, through
-	// a statement many times heavier, once for every batch of cards. It is
-	// looked for first: under load one waits nearly always, and whether
-	// the main Session is busy then does not matter.
-	waiting, err := turnWaiting(ctx, tx)
+	// A turn that waits to start, or has started and not yet read, will
+	// read what tx adds. Seeing it takes one indexed read; River's unique
+	// insert would find it too, through a statement many times heavier,
+	// once for every batch of cards. Under load one waits nearly always.
+	waiting, err := turnWaiting(ctx, tx, w.now())
 	if err != nil {
 		return fmt.Errorf("scheduling a main Session turn: %w", err)
 	}
 	if waiting {
 		return nil
 	}
-	// A zero time is "now" to River, which then tells its workers at once
-	// (a time it is given is only polled for).
-	var at time.Time
-	if w.Debounce > 0 {
-		busy := true
-		if w.Busy != nil {
-			var err error
-			if busy, err = w.Busy(ctx, tx, now().Add(-w.Debounce)); err != nil {
-				return fmt.Errorf("scheduling a main Session turn: %w", err)
-			}
-		}
-		if busy {
-			at = now().Add(w.Debounce)
-		}
-	}
-	if err := w.twoSlots(ctx, tx, at, func(slot int) river.JobArgs { return RouteArgs{Slot: slot} }); err != nil {
+	if err := w.twoSlots(ctx, tx, time.Time{}, func(slot int) river.JobArgs { return RouteArgs{Slot: slot} }); err != nil {
 		return fmt.Errorf("scheduling a main Session turn: %w", err)
 	}
 	return nil
+}
+
+func (w *Waker) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
 }
 
 // ReadAheadTurn has tx read ahead, with its next statement, whether a
@@ -102,14 +83,19 @@ func (w *Waker) ReadAheadTurn(tx *db.Tx) {
 		return
 	}
 	if _, scheduled := tx.Recall(turnScheduled{w}); !scheduled {
-		tx.ReadAhead(turnAhead{}, waitingTurns, []any{queue.Routing, RouteArgs{}.Kind()}, scanWaiting)
+		tx.ReadAhead(turnAhead{}, waitingTurns, []any{queue.Routing, RouteArgs{}.Kind(), w.now().UTC()}, scanWaiting)
 	}
 }
 
 // turnAhead is the key of the waiting turns read ahead.
 type turnAhead struct{}
 
-const waitingTurns = `SELECT COUNT(*) FROM river_job WHERE state IN ('available', 'pending', 'scheduled', 'retryable') AND queue = $1 AND kind = $2`
+// waitingTurns counts the turns that will read what a transaction adds:
+// jobs waiting to start, and the turn holding the main Session's lease
+// while it has not yet read (routing_state.turn_due, the orchestrator's).
+const waitingTurns = `SELECT
+    (SELECT COUNT(*) FROM river_job WHERE state IN ('available', 'pending', 'scheduled', 'retryable') AND queue = $1 AND kind = $2) +
+    (SELECT COUNT(*) FROM routing_state WHERE name = 'main' AND holder <> '' AND turn_due > $3)`
 
 func scanWaiting(rows db.Rows) (any, error) {
 	var n int
@@ -122,8 +108,8 @@ func scanWaiting(rows db.Rows) (any, error) {
 }
 
 // turnWaiting reports whether a main Session turn waits to start.
-func turnWaiting(ctx context.Context, tx *db.Tx) (bool, error) {
-	v, err := tx.Read(ctx, turnAhead{}, waitingTurns, []any{queue.Routing, RouteArgs{}.Kind()}, scanWaiting)
+func turnWaiting(ctx context.Context, tx *db.Tx, now time.Time) (bool, error) {
+	v, err := tx.Read(ctx, turnAhead{}, waitingTurns, []any{queue.Routing, RouteArgs{}.Kind(), now.UTC()}, scanWaiting)
 	if err != nil {
 		return false, err
 	}

@@ -76,13 +76,16 @@ func TestWakeExecutorKeepsOneWaitingPerSlot(t *testing.T) {
 	})
 }
 
-func TestScheduleTurnDebouncesAndReportsWakeTheMainSession(t *testing.T) {
+// A turn is available at once: the turn itself waits out the debounce,
+// so River's promotion of scheduled jobs (every few seconds) never stands
+// between a due turn and its start.
+func TestReportsWakeTheMainSessionAtOnce(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 		store := tickets.New(tickets.Config{Now: func() time.Time { return now }})
-		w := &jobs.Waker{Queue: newQueue(t, d), Tickets: store, Debounce: 5 * time.Second, Now: func() time.Time { return now }}
+		w := &jobs.Waker{Queue: newQueue(t, d), Tickets: store, Now: func() time.Time { return now }}
 
 		tk, err := store.CreateTicket(ctx, d, tickets.Ticket{Title: "Fix the typo", State: tickets.TicketWorking})
 		require.NoError(t, err)
@@ -92,10 +95,7 @@ func TestScheduleTurnDebouncesAndReportsWakeTheMainSession(t *testing.T) {
 			return err
 		}))
 		require.NotZero(t, r.ID)
-		require.Equal(t, []string{"scheduled"}, states(t, d, "route_turn"))
-		var at time.Time
-		require.NoError(t, d.QueryRow(ctx, `SELECT scheduled_at FROM river_job WHERE kind = 'route_turn'`).Scan(&at))
-		require.True(t, at.Equal(now.Add(5*time.Second)), "the turn waits Debounce: %v", at)
+		require.Equal(t, []string{"available"}, states(t, d, "route_turn"))
 
 		// A rolled-back Report leaves neither the Report nor a turn.
 		err = d.InTx(ctx, func(tx *db.Tx) error {
@@ -135,12 +135,7 @@ func TestScheduleTurnOncePerTransaction(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
-		// The main Session is idle: a turn starts at once.
-		var busyAsked int
-		w := &jobs.Waker{Queue: newQueue(t, d), Debounce: time.Minute, Busy: func(context.Context, db.Querier, time.Time) (bool, error) {
-			busyAsked++
-			return false, nil
-		}}
+		w := &jobs.Waker{Queue: newQueue(t, d)}
 		var first, again int64
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
 			before := d.Statements()
@@ -155,20 +150,27 @@ func TestScheduleTurnOncePerTransaction(t *testing.T) {
 		require.Zero(t, again)
 		require.Equal(t, []string{"available"}, states(t, d, "route_turn"))
 
-		// Another transaction sees the waiting turn with one read, and
-		// whether the main Session is busy does not matter then.
-		require.Equal(t, 1, busyAsked)
+		// Another transaction sees the waiting turn with one read.
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error {
 			before := d.Statements()
 			require.NoError(t, w.ScheduleTurn(ctx, tx))
 			require.Equal(t, int64(1), d.Statements()-before)
 			return nil
 		}))
-		require.Equal(t, 1, busyAsked)
 		require.Equal(t, []string{"available"}, states(t, d, "route_turn"))
 
-		// A turn that started may have read already: one waits behind it.
+		// A turn that started holds the lease while it waits for a burst
+		// to end: until its turn_due what arrives is its to read.
 		_, err := d.Exec(ctx, `UPDATE river_job SET state = 'running' WHERE kind = 'route_turn'`)
+		require.NoError(t, err)
+		_, err = d.Exec(ctx, `INSERT INTO routing_state (name, holder, lease_until, turn_due) VALUES ('main', 'job:1', $1, $1)`,
+			time.Now().UTC().Add(time.Minute))
+		require.NoError(t, err)
+		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error { return w.ScheduleTurn(ctx, tx) }))
+		require.Equal(t, []string{"running"}, states(t, d, "route_turn"))
+
+		// Once it has read, what arrives needs the job queued behind it.
+		_, err = d.Exec(ctx, `UPDATE routing_state SET turn_due = NULL`)
 		require.NoError(t, err)
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error { return w.ScheduleTurn(ctx, tx) }))
 		require.Equal(t, []string{"running", "available"}, states(t, d, "route_turn"))

@@ -22,10 +22,11 @@ import (
 // Config tunes the main Session. The zero value of each field is its
 // documented default.
 type Config struct {
-	// Debounce is how long a turn waits when it is called for while another
-	// turn runs or less than Debounce after one ended, so a burst becomes
-	// one batch; on a quiet service a turn starts at once. Default 2 s; at
-	// most MaxDelay.
+	// Debounce is how long after the end of a turn that routed cards the
+	// next turn waits before it reads, so a burst becomes one batch; on a
+	// quiet service a turn starts at once (after Settle). A turn that
+	// only read Reports or notices does not hold the next one back.
+	// Default 2 s; at most MaxDelay.
 	Debounce time.Duration
 	// MaxDelay caps Debounce. Default 10 s.
 	MaxDelay time.Duration
@@ -160,7 +161,7 @@ func New(cfg Config, deps Deps) (*Orchestrator, error) {
 		return nil, err
 	}
 	o := &Orchestrator{cfg: cfg, deps: deps, metrics: m}
-	o.wake = &jobs.Waker{Queue: deps.Queue, Tickets: deps.Tickets, Debounce: cfg.Debounce, Busy: o.busy, Now: cfg.Now}
+	o.wake = &jobs.Waker{Queue: deps.Queue, Tickets: deps.Tickets, Now: cfg.Now}
 	return o, nil
 }
 
@@ -242,8 +243,8 @@ func (o *Orchestrator) wakeFollowers(ctx context.Context, tx *db.Tx, c tickets.C
 	return nil
 }
 
-// ScheduleTurn enqueues a turn inside tx, Debounce from now, unless one is
-// already waiting (see jobs.Waker.ScheduleTurn).
+// ScheduleTurn enqueues a turn inside tx, unless one is already waiting
+// (see jobs.Waker.ScheduleTurn).
 func (o *Orchestrator) ScheduleTurn(ctx context.Context, tx *db.Tx) error {
 	return o.wake.ScheduleTurn(ctx, tx)
 }
@@ -254,7 +255,7 @@ func (o *Orchestrator) EnqueueExecutor(ctx context.Context, tx *db.Tx, ticketID 
 	return o.wake.WakeExecutor(ctx, tx, ticketID)
 }
 
-// Waker is the main Session's wake operations, with its Debounce and
-// clock: the Executors use it to store Reports and hand-backs and to wake
+// Waker is the main Session's wake operations, with its clock: the
+// Executors use it to store Reports and hand-backs and to wake
 // the main Session.
 func (o *Orchestrator) Waker() *jobs.Waker { return o.wake }

@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/lease"
+	"github.com/superagent-dev/superagent/internal/queue"
+	"github.com/superagent-dev/superagent/internal/retry"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -38,15 +39,27 @@ type TurnResult struct {
 // them, so a turn cut short never appends them twice, and the Session
 // resumes where it stopped.
 func (o *Orchestrator) Turn(ctx context.Context, holder string) (TurnResult, error) {
+	return o.timedTurn(ctx, holder, false)
+}
+
+// timedTurn is Turn; with wait, the turn holds the lease first and waits
+// for a burst to finish arriving (the debounce after the last turn that
+// routed cards, then Settle) before it reads, and whatever arrives
+// meanwhile is its to read.
+func (o *Orchestrator) timedTurn(ctx context.Context, holder string, wait bool) (TurnResult, error) {
 	started := o.cfg.Now()
-	res, err := o.turn(ctx, holder)
+	res, err := o.turn(ctx, holder, wait)
 	outcome := "done"
 	switch {
 	case errors.Is(err, ErrLeaseHeld):
 		outcome = "lease_held"
 	case err != nil:
+		// The job's WARN line says it, with the cards it was given (see
+		// queue.Note); a turn run by hand says it here.
 		outcome = "error"
-		o.cfg.Logger.Error("main Session turn failed", "error", err)
+		if queue.Attrs(ctx) == nil {
+			o.cfg.Logger.Warn("main Session turn failed", "cards", cardsOfTurn(ctx), "error", err)
+		}
 	}
 	o.metrics.turns.WithLabelValues(outcome).Inc()
 	if outcome != "lease_held" {
@@ -55,16 +68,15 @@ func (o *Orchestrator) Turn(ctx context.Context, holder string) (TurnResult, err
 	return res, err
 }
 
-func (o *Orchestrator) turn(ctx context.Context, holder string) (TurnResult, error) {
-	var res TurnResult
-	ok, err := o.acquire(ctx, holder)
+func (o *Orchestrator) turn(ctx context.Context, holder string, wait bool) (res TurnResult, err error) {
+	ok, err := o.acquire(ctx, holder, wait)
 	if err != nil {
 		return res, err
 	}
 	if !ok {
 		return res, ErrLeaseHeld
 	}
-	defer o.release(context.WithoutCancel(ctx), holder)
+	defer func() { o.release(context.WithoutCancel(ctx), holder, res.Candidates > 0) }()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go lease.Keep(ctx, cancel, o.cfg.LeaseTTL/3, func(ctx context.Context) (bool, error) {
@@ -72,6 +84,11 @@ func (o *Orchestrator) turn(ctx context.Context, holder string) (TurnResult, err
 			leaseName, holder, o.cfg.Now().UTC().Add(o.cfg.LeaseTTL))
 		return n == 1, err
 	}, o.cfg.Logger, "main Session")
+	if wait {
+		if err := o.waitForBurst(ctx, holder); err != nil {
+			return res, err
+		}
+	}
 	sid, err := o.mainSession(ctx)
 	if err != nil {
 		return res, err
@@ -145,39 +162,79 @@ func (o *Orchestrator) turn(ctx context.Context, holder string) (TurnResult, err
 
 const leaseName = "main"
 
-func (o *Orchestrator) acquire(ctx context.Context, holder string) (bool, error) {
+// acquire takes the lease for holder. With wait, the turn has not read
+// yet: until turn_due what arrives is its to read (jobs.Waker finds it
+// there and schedules nothing); the bound covers the longest wait.
+func (o *Orchestrator) acquire(ctx context.Context, holder string, wait bool) (bool, error) {
 	now := o.cfg.Now().UTC()
 	if _, err := o.deps.DB.Exec(ctx, `INSERT INTO routing_state (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, leaseName); err != nil {
 		return false, fmt.Errorf("preparing the main Session lease: %w", err)
 	}
-	n, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET holder = $2, lease_until = $3
+	var due any
+	if wait {
+		due = now.Add(o.cfg.Debounce + 10*o.cfg.Settle)
+	}
+	n, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET holder = $2, lease_until = $3, turn_due = $5
 WHERE name = $1 AND (holder = '' OR holder = $2 OR lease_until IS NULL OR lease_until < $4)`,
-		leaseName, holder, now.Add(o.cfg.LeaseTTL), now)
+		leaseName, holder, now.Add(o.cfg.LeaseTTL), now, due)
 	if err != nil {
 		return false, fmt.Errorf("taking the main Session lease: %w", err)
 	}
 	return n == 1, nil
 }
 
-// release frees the lease. A free lease's lease_until keeps when the last
-// turn ended, which tells ScheduleTurn that the service is busy.
-func (o *Orchestrator) release(ctx context.Context, holder string) {
-	if _, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET holder = '', lease_until = $3 WHERE name = $1 AND holder = $2`,
-		leaseName, holder, o.cfg.Now().UTC()); err != nil {
+// waitForBurst waits, holding the lease, until the debounce after the
+// last turn that routed cards has passed and then until no card arrived
+// for Settle (at most ten Settles): a lone request is read after one
+// Settle, a burst whole. Then the turn reads, and what arrives after
+// needs a turn of its own again. The waits end when the process stops.
+func (o *Orchestrator) waitForBurst(ctx context.Context, holder string) error {
+	var routed sql.NullTime
+	if err := o.deps.DB.QueryRow(ctx, `SELECT routed_at FROM routing_state WHERE name = $1`, leaseName).Scan(&routed); err != nil {
+		return fmt.Errorf("reading when the main Session last routed: %w", err)
+	}
+	if routed.Valid {
+		if err := retry.Sleep(ctx, routed.Time.Add(o.cfg.Debounce).Sub(o.cfg.Now())); err != nil {
+			return err
+		}
+	}
+	if err := o.settle(ctx); err != nil {
+		return err
+	}
+	if _, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET turn_due = NULL WHERE name = $1 AND holder = $2`, leaseName, holder); err != nil {
+		return fmt.Errorf("starting to read for the main Session: %w", err)
+	}
+	return nil
+}
+
+// release frees the lease. routed says the turn was given candidates:
+// its end starts the debounce of the next turn.
+func (o *Orchestrator) release(ctx context.Context, holder string, routed bool) {
+	now := o.cfg.Now().UTC()
+	if _, err := o.deps.DB.Exec(ctx, `UPDATE routing_state SET holder = '', lease_until = $3, turn_due = NULL,
+    routed_at = CASE WHEN $4 THEN $3 ELSE routed_at END WHERE name = $1 AND holder = $2`,
+		leaseName, holder, now, routed); err != nil {
 		o.cfg.Logger.Error("releasing the main Session lease", "error", err)
 	}
 }
 
-// busy reports whether a turn holds the lease or released it after
-// since (jobs.Waker.Busy).
-func (o *Orchestrator) busy(ctx context.Context, q db.Querier, since time.Time) (bool, error) {
-	var n int
-	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM routing_state WHERE name = $1 AND (holder <> '' OR lease_until > $2)`,
-		leaseName, since.UTC()).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("reading the main Session lease: %w", err)
+// waitForLease waits, reading every Settle, until no live turn holds the
+// lease.
+func (o *Orchestrator) waitForLease(ctx context.Context) error {
+	for {
+		var n int
+		err := o.deps.DB.QueryRow(ctx, `SELECT COUNT(*) FROM routing_state WHERE name = $1 AND holder <> '' AND lease_until >= $2`,
+			leaseName, o.cfg.Now().UTC()).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("reading the main Session lease: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if err := retry.Sleep(ctx, o.cfg.Settle); err != nil {
+			return err
+		}
 	}
-	return n > 0, nil
 }
 
 // mainSession returns the deployment's main Session, creating it once.
@@ -310,6 +367,10 @@ func (o *Orchestrator) offer(ctx context.Context, sid int64, given *turnCards) (
 		return false, nil, fmt.Errorf("offering waiting items to the main Session: %w", err)
 	}
 	given.add(cardIDs...)
+	if len(cardIDs) > 0 {
+		// A failed attempt's WARN names the cards it held up.
+		queue.Note(ctx, "cards", cardsOfTurn(ctx))
+	}
 	return offered, ids, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/superagent-dev/superagent/internal/retry"
 	"github.com/superagent-dev/superagent/jobs"
 )
 
@@ -20,23 +21,29 @@ type RouteWorker struct {
 // Timeout bounds one turn.
 func (w *RouteWorker) Timeout(*river.Job[jobs.RouteArgs]) time.Duration { return w.o.cfg.TurnTimeout }
 
-// Work runs one turn under the lease. A job rescued after its process died
-// keeps its id, so it takes its own lease back at once; another turn
-// snoozes until the lease is free.
+// Work runs turns under the lease until nothing waits. The job is
+// available as soon as it is inserted; the turn itself waits out the
+// debounce, holding the lease, so a due turn starts when due rather than
+// when River next promotes scheduled jobs. A job rescued after its
+// process died keeps its id, so it takes its own lease back at once;
+// another job waits until the lease is free.
 func (w *RouteWorker) Work(ctx context.Context, job *river.Job[jobs.RouteArgs]) error {
-	if job.Attempt == 1 {
-		w.o.settle(ctx)
-	}
-	res, err := w.o.Turn(ctx, "job:"+strconv.FormatInt(job.ID, 10))
-	switch {
-	case errors.Is(err, ErrLeaseHeld):
-		return river.JobSnooze(w.o.cfg.Debounce)
-	case err == nil && res.More:
+	holder := "job:" + strconv.FormatInt(job.ID, 10)
+	for {
+		res, err := w.o.timedTurn(ctx, holder, true)
+		switch {
+		case errors.Is(err, ErrLeaseHeld):
+			if err := w.o.waitForLease(ctx); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case !res.More:
+			return nil
+		}
 		// Something arrived after the turn's last look, while this job
 		// still ran and so absorbed its insert: run again.
-		return river.JobSnooze(w.o.cfg.Debounce)
 	}
-	return err
 }
 
 // ReviveWorker works jobs.ReviveArgs.
@@ -55,23 +62,21 @@ func (w *ReviveWorker) Work(ctx context.Context, _ *river.Job[jobs.ReviveArgs]) 
 }
 
 // settle lets a burst finish arriving before a turn reads it: it returns
-// once no card was made for Settle, or after ten Settles. A turn that was
-// debounced finds the burst in already and returns after one Settle.
-func (o *Orchestrator) settle(ctx context.Context) {
-	deadline := time.Now().Add(10 * o.cfg.Settle)
+// once no card was made for Settle, or after ten Settles.
+func (o *Orchestrator) settle(ctx context.Context) error {
+	deadline := o.cfg.Now().Add(10 * o.cfg.Settle)
 	last, err := o.latestCard(ctx)
-	for err == nil && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(o.cfg.Settle):
+	for err == nil && o.cfg.Now().Before(deadline) {
+		if err := retry.Sleep(ctx, o.cfg.Settle); err != nil {
+			return err
 		}
 		var now int64
 		if now, err = o.latestCard(ctx); now == last {
-			return
+			return nil
 		}
 		last = now
 	}
+	return err
 }
 
 func (o *Orchestrator) latestCard(ctx context.Context) (int64, error) {

@@ -3,14 +3,11 @@ package outbox
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 
-	"github.com/google/go-github/v66/github"
-
+	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -77,67 +74,42 @@ func parseGitHubTarget(target string) (gitHubTarget, error) {
 	return out, nil
 }
 
-// React adds content (eyes, +1, …) as gh to a target ReactionTarget
-// names, and returns the reaction's id. GitHub keeps one reaction of a
-// content per account, so sending it again is safe.
-func React(ctx context.Context, gh *github.Client, target, content string) (int64, error) {
+// React adds content (eyes, +1, …) as r to a target ReactionTarget
+// names in r, and returns the reaction's id. GitHub keeps one reaction of
+// a content per account, so sending it again is safe.
+func React(ctx context.Context, r *githubapp.Repo, target, content string) (int64, error) {
 	t, err := parseGitHubTarget(target)
 	if err != nil {
 		return 0, err
 	}
-	var r *github.Reaction
+	if !strings.EqualFold(t.owner+"/"+t.repo, r.FullName()) {
+		return 0, fmt.Errorf("target %q is not in %s", target, r.FullName())
+	}
 	switch t.what {
 	case "issue":
-		r, _, err = gh.Reactions.CreateIssueReaction(ctx, t.owner, t.repo, int(t.id), content)
+		return r.ReactToIssue(ctx, int(t.id), content)
 	case "issue_comment":
-		r, _, err = gh.Reactions.CreateIssueCommentReaction(ctx, t.owner, t.repo, t.id, content)
-	case "pull_comment":
-		r, _, err = gh.Reactions.CreatePullRequestCommentReaction(ctx, t.owner, t.repo, t.id, content)
+		return r.ReactToIssueComment(ctx, t.id, content)
+	default: // pull_comment
+		return r.ReactToReviewComment(ctx, t.id, content)
 	}
-	if err != nil {
-		return 0, err
-	}
-	return r.GetID(), nil
 }
 
-// Comment writes body as gh on the conversation of issue or pull request
-// number of repo (owner/name) and returns the comment's address.
-func Comment(ctx context.Context, gh *github.Client, repo string, number int, body string) (string, error) {
-	owner, name, _ := strings.Cut(repo, "/")
-	c, _, err := gh.Issues.CreateComment(ctx, owner, name, number, &github.IssueComment{Body: github.String(body)})
+// Comment writes body as r on the conversation of issue or pull request
+// number and returns the comment's address.
+func Comment(ctx context.Context, r *githubapp.Repo, number int, body string) (string, error) {
+	c, err := r.CreateComment(ctx, number, body)
 	if err != nil {
-		return "", fmt.Errorf("commenting on %s#%d: %w", repo, number, err)
+		return "", fmt.Errorf("commenting on %s#%d: %w", r.FullName(), number, err)
 	}
 	return c.GetHTMLURL(), nil
-}
-
-// ReviewReply writes body as gh as a reply in the review thread whose
-// first comment is root, on pull request number of repo (owner/name),
-// and returns the reply. It uses GitHub's documented reply endpoint
-// (POST /repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies),
-// not go-github's CreateCommentInReplyTo: that posts {body, in_reply_to}
-// to .../pulls/{n}/comments, which GitHub's description requires to carry
-// commit_id and path as well. GitHub takes no reply to a reply: root must
-// be the thread's first comment.
-func ReviewReply(ctx context.Context, gh *github.Client, repo string, number int, root int64, body string) (*github.PullRequestComment, error) {
-	owner, name, _ := strings.Cut(repo, "/")
-	u := fmt.Sprintf("repos/%s/%s/pulls/%d/comments/%d/replies", url.PathEscape(owner), url.PathEscape(name), number, root)
-	req, err := gh.NewRequest(http.MethodPost, u, map[string]string{"body": body})
-	if err != nil {
-		return nil, fmt.Errorf("replying to review comment %d: %w", root, err)
-	}
-	c := new(github.PullRequestComment)
-	if _, err := gh.Do(ctx, req, c); err != nil {
-		return nil, fmt.Errorf("replying to review comment %d: %w", root, err)
-	}
-	return c, nil
 }
 
 // FindComment looks for a comment on the conversation of number that
 // carries key's Marker: a write whose sender died before it saw the
 // answer. It returns the comment's address and whether it was found.
-func FindComment(ctx context.Context, gh *github.Client, repo string, number int, key string) (string, bool, error) {
-	c, err := MarkedComment(ctx, gh, repo, number, key)
+func FindComment(ctx context.Context, r *githubapp.Repo, number int, key string) (string, bool, error) {
+	c, err := MarkedComment(ctx, r, number, key)
 	if err != nil || c == nil {
 		return "", false, err
 	}
@@ -146,22 +118,6 @@ func FindComment(ctx context.Context, gh *github.Client, repo string, number int
 
 // MarkedComment is the comment on the conversation of number that carries
 // key's Marker, or nil when there is none.
-func MarkedComment(ctx context.Context, gh *github.Client, repo string, number int, key string) (*github.IssueComment, error) {
-	owner, name, _ := strings.Cut(repo, "/")
-	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
-	for {
-		cs, resp, err := gh.Issues.ListComments(ctx, owner, name, number, opts)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range cs {
-			if strings.Contains(c.GetBody(), Marker(key)) {
-				return c, nil
-			}
-		}
-		if resp.NextPage == 0 {
-			return nil, nil
-		}
-		opts.Page = resp.NextPage
-	}
+func MarkedComment(ctx context.Context, r *githubapp.Repo, number int, key string) (*githubapp.IssueComment, error) {
+	return r.FindComment(ctx, number, func(c *githubapp.IssueComment) bool { return strings.Contains(c.GetBody(), Marker(key)) })
 }

@@ -24,7 +24,7 @@ func TestReactOnEveryTarget(t *testing.T) {
 	fake.ServeConversations()
 	c, err := githubapp.New(githubapp.Config{AppID: fake.AppID, PrivateKey: fake.PrivateKey(), BaseURL: fake.URL})
 	require.NoError(t, err)
-	gh := c.Installation(7)
+	gh := c.Repo(7, "octo/widgets")
 	ctx := context.Background()
 	for _, target := range []string{"octo/widgets#issue:3", "octo/widgets#issue_comment:9001", "octo/widgets#pull_comment:284312630"} {
 		id, err := outbox.React(ctx, gh, target, "eyes")
@@ -85,6 +85,6 @@ func TestQuestionUnderAReviewCommentIsAReplyInItsThread(t *testing.T) {
 	require.Empty(t, fake.Comments(), "nothing in the pull request's conversation")
 	require.Empty(t, fake.Violations())
 
-	_, err = outbox.ReviewReply(context.Background(), c.Installation(7), "octo/widgets", 12, root+1000, "lost")
+	_, err = c.Repo(7, "octo/widgets").ReplyToReviewComment(context.Background(), 12, root+1000, "lost")
 	require.Error(t, err, "a reply needs the thread's comment")
 }

@@ -73,13 +73,13 @@ func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
 	if err != nil {
 		return err
 	}
-	gh, _, err := m.GitHub.ForRepo(ctx, m.DB, t.owner+"/"+t.repo)
+	r, err := m.GitHub.ForRepo(ctx, m.DB, t.owner+"/"+t.repo)
 	if err != nil {
 		return err
 	}
 	switch {
 	case o.Kind == KindReaction:
-		_, err = React(ctx, gh, o.Target, o.Body)
+		_, err = React(ctx, r, o.Target, o.Body)
 	case (o.Kind == KindComment || o.Kind == KindProposal) && t.what == "issue":
 		line, lerr := AgentLine(ctx, m.Prompts)
 		if lerr != nil {
@@ -88,10 +88,10 @@ func (m *Messenger) sendGitHub(ctx context.Context, o tickets.Outgoing) error {
 		if t.thread != 0 {
 			// Asked under a review comment: answered in its review
 			// thread, not the pull request's conversation.
-			_, err = ReviewReply(ctx, gh, t.owner+"/"+t.repo, int(t.id), t.thread, line+"\n\n"+o.Body)
+			_, err = r.ReplyToReviewComment(ctx, int(t.id), t.thread, line+"\n\n"+o.Body)
 			break
 		}
-		_, err = Comment(ctx, gh, t.owner+"/"+t.repo, int(t.id), line+"\n\n"+o.Body)
+		_, err = Comment(ctx, r, int(t.id), line+"\n\n"+o.Body)
 	default:
 		return fmt.Errorf("cannot send a %s to %s", o.Kind, o.Target)
 	}

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/internal/modelhealth"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -36,6 +38,39 @@ type cardJSON struct {
 	State        string              `json:"state"`
 	Ticket       *int64              `json:"ticket"`
 	CreatedAt    time.Time           `json:"created_at"`
+	// HeldUp says, for a candidate, what it waits for when that is a
+	// failure: the main Session's model failing.
+	HeldUp *heldUpJSON `json:"held_up,omitempty"`
+}
+
+// heldUpJSON is why a candidate waits: the main Session's model has been
+// failing since Since; Error is its latest failure, scrubbed.
+type heldUpJSON struct {
+	Reason      string    `json:"reason"`
+	Model       string    `json:"model"`
+	Since       time.Time `json:"since"`
+	LastFailure time.Time `json:"last_failure"`
+	Error       string    `json:"error"`
+}
+
+// heldUp reads whether the main Session's model is failing: nil while it
+// answers.
+func (s *Service) heldUp(ctx context.Context) (*heldUpJSON, error) {
+	st, err := modelhealth.Read(ctx, s.d, modelhealth.Main)
+	if err != nil || !st.Failing() {
+		return nil, err
+	}
+	return &heldUpJSON{Reason: "the main Session's model is failing", Model: st.Model, Since: st.FailingSince,
+		LastFailure: st.LastFailure, Error: st.Error}, nil
+}
+
+// withHeldUp is c as JSON, held up by h when it is a candidate.
+func withHeldUp(c tickets.Card, h *heldUpJSON) cardJSON {
+	out := toJSON(c)
+	if c.State == tickets.CardCandidate {
+		out.HeldUp = h
+	}
+	return out
 }
 
 func toJSON(c tickets.Card) cardJSON {
@@ -70,9 +105,13 @@ func (s *Service) listCards(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	held, err := s.heldUp(r.Context())
+	if err != nil {
+		return err
+	}
 	out := make([]cardJSON, 0, len(cards))
 	for _, c := range cards {
-		out = append(out, toJSON(c))
+		out = append(out, withHeldUp(c, held))
 	}
 	httpserver.WriteJSON(w, http.StatusOK, out)
 	return nil
@@ -98,10 +137,14 @@ func (s *Service) getCard(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	held, err := s.heldUp(r.Context())
+	if err != nil {
+		return err
+	}
 	out := struct {
 		cardJSON
 		Rendered string `json:"rendered"`
-	}{toJSON(c), tickets.Render(c)}
+	}{withHeldUp(c, held), tickets.Render(c)}
 	httpserver.WriteJSON(w, http.StatusOK, out)
 	return nil
 }

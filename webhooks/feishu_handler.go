@@ -37,6 +37,9 @@ func (s *Service) receiveFeishu(w http.ResponseWriter, r *http.Request) error {
 	in, err := s.lark.Open(r.Header, body)
 	if err != nil {
 		s.metrics.count("feishu", "", "rejected")
+		if setting := feishuSetting(err); setting != "" {
+			s.refused(&s.feishuRefusals, r, setting, err.Error())
+		}
 		status := feishu.Status(err)
 		return &httpserver.Error{Status: status, Message: http.StatusText(status), Err: err}
 	}

@@ -44,6 +44,10 @@ func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
 	event := r.Header.Get("X-GitHub-Event")
 	if err := checkGitHubHeaders(r.Header, cfg, r.ContentLength); err != nil {
 		s.metrics.count("github", event, "rejected")
+		var herr *httpserver.Error
+		if errors.As(err, &herr) && herr.Status == http.StatusUnauthorized {
+			s.refused(&s.githubRefusals, r, "SUPERAGENT_GITHUB_WEBHOOK_SECRET", herr.Message)
+		}
 		return err
 	}
 	body, err := readBody(w, r, cfg.MaxBody)
@@ -56,6 +60,7 @@ func (s *Service) receiveGitHub(w http.ResponseWriter, r *http.Request) error {
 	// (both are checked above).
 	if github.ValidateSignature(r.Header.Get(github.SHA256SignatureHeader), body, []byte(cfg.WebhookSecret)) != nil {
 		s.metrics.count("github", event, "rejected")
+		s.refused(&s.githubRefusals, r, "SUPERAGENT_GITHUB_WEBHOOK_SECRET", "signature does not match: the App's webhook secret differs")
 		return httpserver.Errorf(http.StatusUnauthorized, "signature does not match")
 	}
 	guid := r.Header.Get("X-GitHub-Delivery")

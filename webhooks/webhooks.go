@@ -113,6 +113,9 @@ type Service struct {
 
 	// cardAnswer answers card actions (AnswerCards).
 	cardAnswer CardAnswerer
+
+	// githubRefusals and feishuRefusals log refused signatures.
+	githubRefusals, feishuRefusals rejections
 }
 
 // New builds the ingestion service and registers its River worker on q
@@ -159,6 +162,7 @@ func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, fs *feishu.
 		store: tickets.New(tickets.Config{Now: cfg.Now}),
 		slug:  cfg.GitHub.Slug,
 	}
+	s.githubRefusals.endpoint, s.feishuRefusals.endpoint = "/webhooks/github", "/webhooks/feishu"
 	s.perms = &githubapp.PermissionCache{DB: d, Client: gh, TTL: cfg.PermissionTTL, Now: cfg.Now}
 	// SQLite has one writer: one batch at a time. On PostgreSQL a batch is
 	// two round trips, and fewer, larger batches cost less of the server's

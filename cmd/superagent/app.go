@@ -24,6 +24,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/gcfloor"
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/internal/modelhealth"
 	"github.com/superagent-dev/superagent/internal/probe"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/internal/retry"
@@ -151,7 +152,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		a.logger.Warn("no model configured (SUPERAGENT_MODEL): routing is off; cards wait as candidates")
 		return nil
 	}
-	router, err := cfg.Router.client()
+	router, err := cfg.Router.watchedClient(modelhealth.NewWatch(a.db, modelhealth.Main, cfg.Router.Model, cfg.scrub, a.logger, nil))
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 // buildExecutor wires the Executor Sessions on the executor model, with
 // their workspaces and command sandbox under the data directory.
 func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.Metrics) error {
-	m, err := cfg.ExecutorModel.client()
+	m, err := cfg.ExecutorModel.watchedClient(modelhealth.NewWatch(a.db, modelhealth.Executor, cfg.ExecutorModel.Model, cfg.scrub, a.logger, nil))
 	if err != nil {
 		return err
 	}
@@ -452,6 +453,7 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	admin.NewTicketsAPI(a.db, a.tickets, a.sessions, a.logger).WithPauser(a.pauser()).WithStopper(a.stopper()).Routes(hs.API)
 	panel.Routes(hs.Root)
 	panel.SetupRoutes(hs.API)
+	panel.OverviewRoutes(hs.API)
 	panel.PeopleAPI().Routes(hs.API)
 	// Header, body, write and idle timeouts: see httpserver.HTTPServer; the
 	// live Ticket pages stream past the write timeout (StreamWrites).

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/model"
+	"github.com/superagent-dev/superagent/internal/modelhealth"
 )
 
 // roleModel is the model settings of one role: the Executors
@@ -36,6 +37,14 @@ func (m roleModel) config() model.Config {
 
 // client is the model client of the role.
 func (m roleModel) client() (*model.Client, error) { return model.New(m.config()) }
+
+// watchedClient is the model client of the role whose every attempt
+// w records (see modelhealth.Watch).
+func (m roleModel) watchedClient(w *modelhealth.Watch) (*model.Client, error) {
+	cfg := m.config()
+	cfg.Observe = w.Observe
+	return model.New(cfg)
+}
 
 // loadModelSettings reads both roles' model settings and the per-Ticket
 // cost cap. Every router setting defaults to the executor's, except that

@@ -34,41 +34,40 @@ WHERE LOWER(r.full_name) = LOWER($1) AND r.active AND i.state = 'active' ORDER B
 // covers the repository.
 var ErrNotInstalled = errors.New("no active installation covers it")
 
-// ForRepo returns a client acting as the active installation that covers
-// repo (owner/name), and that installation's id: the one way a role writes
-// to a repository as the App.
-func (c *Client) ForRepo(ctx context.Context, q db.Querier, repo string) (*github.Client, int64, error) {
+// ForRepo returns repo (owner/name) as the active installation that
+// covers it reaches it: the one way a role writes to a repository as the
+// App.
+func (c *Client) ForRepo(ctx context.Context, q db.Querier, repo string) (*Repo, error) {
 	id, err := InstallationFor(ctx, q, repo)
 	if err == nil && id == 0 {
 		err = ErrNotInstalled
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("finding the installation of %s (is the App installed there?): %w", repo, err)
+		return nil, fmt.Errorf("finding the installation of %s (is the App installed there?): %w", repo, err)
 	}
-	return c.Installation(id), id, nil
+	return c.Repo(id, repo), nil
+}
+
+// Repo is repo (owner/name) as installation id reaches it, for a caller
+// that knows the installation already.
+func (c *Client) Repo(id int64, repo string) *Repo {
+	r := c.repo(c.Installation(id), id, repo)
+	return &r
+}
+
+// repo is repo (owner/name) reached through gh, installation id's client.
+func (c *Client) repo(gh *github.Client, id int64, repo string) Repo {
+	owner, name, _ := strings.Cut(repo, "/")
+	return Repo{gh: gh, graphQL: c.GraphQLURL(), owner: owner, name: name, Installation: id}
 }
 
 // PullFiles lists up to limit files changed by pull request number of
 // repo, through the installation that covers repo, following GitHub's
 // pages (100 files each; GitHub lists at most 3000).
-func (c *Client) PullFiles(ctx context.Context, q db.Querier, repo string, number, limit int) ([]*github.CommitFile, error) {
-	gh, _, err := c.ForRepo(ctx, q, repo)
+func (c *Client) PullFiles(ctx context.Context, q db.Querier, repo string, number, limit int) ([]*CommitFile, error) {
+	r, err := c.ForRepo(ctx, q, repo)
 	if err != nil {
 		return nil, err
 	}
-	owner, name, _ := strings.Cut(repo, "/")
-	var out []*github.CommitFile
-	opts := &github.ListOptions{PerPage: min(max(limit, 1), 100)}
-	for len(out) < limit {
-		files, resp, err := gh.PullRequests.ListFiles(ctx, owner, name, number, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing the files of %s#%d: %w", repo, number, err)
-		}
-		out = append(out, files...)
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
-	}
-	return out[:min(len(out), limit)], nil
+	return r.PullFiles(ctx, number, limit)
 }

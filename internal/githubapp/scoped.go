@@ -12,16 +12,14 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 )
 
-// Scoped is a client and a git token of an installation narrowed to one
-// repository and a set of permissions: what an Executor gets for its
+// Scoped is a repository and a git token of an installation narrowed to
+// that repository and a set of permissions: what an Executor gets for its
 // Ticket, so that neither its API calls nor its git pushes can reach the
 // installation's other repositories or do more than its tools need.
 type Scoped struct {
-	// GitHub is the REST client; its tokens carry the scope.
-	GitHub *github.Client
-	// Installation is the installation's id.
-	Installation int64
-	tr           *ghinstallation.Transport
+	// Repo makes the calls; its tokens carry the scope.
+	Repo
+	tr *ghinstallation.Transport
 }
 
 // Token returns a current token of the scope, for git over HTTPS. Never
@@ -48,7 +46,7 @@ func (c *Client) ForRepoScoped(ctx context.Context, q db.Querier, repo string, w
 	if err != nil {
 		return nil, fmt.Errorf("finding the installation of %s (is the App installed there?): %w", repo, err)
 	}
-	_, name, _ := strings.Cut(repo, "/")
+	owner, name, _ := strings.Cut(repo, "/")
 	key := fmt.Sprintf("%d/%s/%v", id, strings.ToLower(name), want)
 	c.mu.Lock()
 	s, ok := c.scoped[key]
@@ -70,7 +68,7 @@ func (c *Client) ForRepoScoped(ctx context.Context, q db.Querier, repo string, w
 	tr.BaseURL = c.apps.BaseURL
 	tr.InstallationTokenOptions = &github.InstallationTokenOptions{Repositories: []string{name}, Permissions: perms}
 	top := &installationTransport{label: formatInstallation(id), next: tr, wait: c.cfg.Wait, metrics: c.metrics, writes: base.writes}
-	s = &Scoped{GitHub: c.newGitHub(top), Installation: id, tr: tr}
+	s = &Scoped{Repo: c.repo(c.newGitHub(top), id, owner+"/"+name), tr: tr}
 	c.scoped[key] = s
 	return s, nil
 }

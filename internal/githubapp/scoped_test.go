@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/superagent-dev/superagent/internal/db"
+	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	"github.com/superagent-dev/superagent/internal/testkit/seed"
@@ -31,9 +32,10 @@ func TestScopedTokensReachOnlyTheirRepository(t *testing.T) {
 		s, err := c.ForRepoScoped(ctx, d, "octo/repo", map[string]string{"contents": "write", "issues": "write", "checks": "write"})
 		require.NoError(t, err)
 		require.Equal(t, int64(42), s.Installation)
-		_, _, err = s.GitHub.Repositories.Get(ctx, "octo", "repo")
+		r, err := s.Repository(ctx)
 		require.NoError(t, err)
-		_, resp, err := s.GitHub.Repositories.Get(ctx, "octo", "other")
+		require.Equal(t, "octo/repo", r.GetFullName())
+		_, resp, err := githubapp.ScopedClient(s).Repositories.Get(ctx, "octo", "other")
 		require.Error(t, err)
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, "the installation's other repository is out of reach")
 		_, err = s.Token(ctx)

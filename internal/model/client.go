@@ -86,6 +86,10 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Random returns a number in [0, 1) for jitter. Default: math/rand/v2.
 	Random func() float64
+	// Observe, when set, is told the outcome of every attempt, retries
+	// included: nil for an answer, else the attempt's error. An attempt
+	// cut short by ctx is not told. Default: none.
+	Observe func(ctx context.Context, err error)
 }
 
 // Client sends chat completion requests for one configuration.
@@ -213,12 +217,14 @@ func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 	err = c.retry.Do(ctx, func(attempt int) error {
 		var err error
 		if comp, err = c.attempt(ctx, params, opts); err == nil {
+			c.observe(ctx, nil)
 			return nil
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("requesting %s: %w", c.cfg.Model, ctx.Err())
 		}
 		err = fmt.Errorf("requesting %s (attempt %d): %w", c.cfg.Model, attempt+1, err)
+		c.observe(ctx, err)
 		if ok, after := retryable(err, c.cfg.Now()); ok {
 			return retry.Again(err, after)
 		}
@@ -228,6 +234,12 @@ func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 		return nil, err
 	}
 	return c.response(comp)
+}
+
+func (c *Client) observe(ctx context.Context, err error) {
+	if c.cfg.Observe != nil {
+		c.cfg.Observe(ctx, err)
+	}
 }
 
 func (c *Client) attempt(ctx context.Context, params openai.ChatCompletionNewParams, opts []option.RequestOption) (*openai.ChatCompletion, error) {

@@ -164,6 +164,18 @@ func TestRetries(t *testing.T) {
 		require.ErrorContains(t, err, "asks to wait 1h0m0s")
 		require.Empty(t, sl.waits)
 	})
+	t.Run("every attempt is observed, retries included", func(t *testing.T) {
+		srv := fakeopenai.New(t, fakeopenai.Status(http.StatusServiceUnavailable, ""), fakeopenai.Text("ok"))
+		var seen []error
+		c, _ := newClient(t, srv, func(c *model.Config) {
+			c.Observe = func(_ context.Context, err error) { seen = append(seen, err) }
+		})
+		_, err := c.Complete(t.Context(), model.Request{Messages: []model.Message{{Role: "user", Content: "hi"}}})
+		require.NoError(t, err)
+		require.Len(t, seen, 2)
+		require.ErrorContains(t, seen[0], "503", "the first attempt's failure is told at once, before the retry")
+		require.NoError(t, seen[1])
+	})
 	t.Run("400 is not retried", func(t *testing.T) {
 		srv := fakeopenai.New(t, fakeopenai.Status(http.StatusBadRequest, ""))
 		c, _ := newClient(t, srv, nil)

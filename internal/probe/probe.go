@@ -12,7 +12,6 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/queue"
-	"github.com/superagent-dev/superagent/internal/retry"
 )
 
 // Args are a probe job's arguments.
@@ -51,8 +50,15 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if err := w.record(ctx, job.ID, "started"); err != nil {
 		return err
 	}
-	if err := retry.Sleep(ctx, job.Args.Sleep); err != nil {
-		return err
+	// The sleep stands for work in flight, which a graceful stop lets
+	// finish: it ends with the job's context only, not at the stop (as
+	// a wait between attempts does).
+	t := time.NewTimer(job.Args.Sleep)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
 	}
 	return w.record(ctx, job.ID, "completed")
 }

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,17 +35,38 @@ const (
 	Routing = "routing"
 	// Execution runs Executor Sessions.
 	Execution = "execution"
-	// Maintenance runs diagnostics and housekeeping.
+	// Upkeep runs the roles' own housekeeping (their watchdogs, Feishu
+	// status cards): like Routing and Execution, only a process with a
+	// model works it.
+	Upkeep = "upkeep"
+	// Maintenance runs diagnostics and housekeeping any process can work.
 	Maintenance = river.QueueDefault
 )
+
+// Roles are the queues only a process with a model works: their jobs wait
+// while no such process runs.
+var Roles = []string{Routing, Execution, Upkeep}
+
+// WaitingForRoles counts the jobs waiting in the Roles queues: what waits
+// for a process with a model.
+func WaitingForRoles(ctx context.Context, q db.Querier) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM river_job WHERE queue IN ($1, $2, $3)
+AND state IN ('available', 'scheduled', 'retryable', 'pending')`, Routing, Execution, Upkeep).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting the jobs waiting for a process with a model: %w", err)
+	}
+	return n, nil
+}
 
 // Config tunes the client. The zero value is the documented default.
 type Config struct {
 	// ID names this process in River's job rows. Default: host name and pid.
 	ID string
-	// Ingestion, Routing, Execution and Maintenance are the number of jobs of
-	// each queue this process works at once. Defaults: 8, 1, 2 and 2.
-	Ingestion, Routing, Execution, Maintenance int
+	// Ingestion, Routing, Execution, Upkeep and Maintenance are the number
+	// of jobs of each queue this process works at once. Defaults: 8, 1, 2,
+	// 2 and 2. A process fetches only the queues it has a worker for.
+	Ingestion, Routing, Execution, Upkeep, Maintenance int
 	// RescueAfter is how long a job may run before River presumes its process
 	// dead and makes it available again. Default: one hour. Every worker's own
 	// timeout is shorter than this.
@@ -57,8 +79,9 @@ type Config struct {
 	FetchCooldown time.Duration
 	// InsertOnly builds a client that enqueues but never works jobs.
 	InsertOnly bool
-	// Logger receives River's logs, its INFO lines at DEBUG. Default:
-	// discarded.
+	// Logger receives River's logs, its INFO lines at DEBUG, and a line
+	// for every failed attempt of a job (WARN) and every job given up
+	// (ERROR). Default: discarded.
 	Logger *slog.Logger
 	// Registerer receives job metrics. Default: none.
 	Registerer prometheus.Registerer
@@ -66,9 +89,19 @@ type Config struct {
 
 // Queue is the River client of one process.
 type Queue struct {
-	d       *db.DB
-	cfg     Config
+	d   *db.DB
+	cfg Config
+	// log is Config.Logger as given, for the jobs' failures; River's own
+	// lines go through cfg.Logger, demoted.
+	log     *slog.Logger
 	workers *river.Workers
+	// worked are the queues this process has a worker for: the ones it
+	// fetches.
+	worked map[string]bool
+	// stopping is closed when Stop begins: the jobs' waits between
+	// attempts end (see retry.WithStop).
+	stopping chan struct{}
+	stopOnce sync.Once
 	// periodic are the jobs River's leader enqueues on a schedule.
 	periodic []*river.PeriodicJob
 	pg       *river.Client[pgx.Tx]
@@ -88,14 +121,26 @@ func New(d *db.DB, cfg Config) *Queue {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	q := &Queue{d: d, log: cfg.Logger, workers: river.NewWorkers(), worked: map[string]bool{}, stopping: make(chan struct{})}
 	cfg.Logger = quiet(cfg.Logger)
-	return &Queue{d: d, cfg: cfg, workers: river.NewWorkers()}
+	q.cfg = cfg
+	return q
 }
 
-// AddWorker registers a worker. It must be called before Init.
+// AddWorker registers a worker, and has this process fetch the queue its
+// job kind is inserted in. It must be called before Init.
 func AddWorker[T river.JobArgs](q *Queue, w river.Worker[T]) {
 	river.AddWorker(q.workers, w)
+	var args T
+	name := river.QueueDefault
+	if o, ok := any(args).(river.JobArgsWithInsertOpts); ok && o.InsertOpts().Queue != "" {
+		name = o.InsertOpts().Queue
+	}
+	q.worked[name] = true
 }
+
+// Works reports whether this process fetches the queue name.
+func (q *Queue) Works(name string) bool { return q.worked[name] }
 
 // Unfinished lists the job states in which a unique job counts as already
 // there: waiting or running. Unlike River's default, a completed job does
@@ -133,11 +178,21 @@ func (q *Queue) Init() error {
 		rc.Workers = nil
 	} else {
 		rc.PeriodicJobs = q.periodic
-		rc.Queues = map[string]river.QueueConfig{
-			Ingestion:   {MaxWorkers: cmp.Or(q.cfg.Ingestion, 8)},
-			Routing:     {MaxWorkers: cmp.Or(q.cfg.Routing, 1)},
-			Execution:   {MaxWorkers: cmp.Or(q.cfg.Execution, 2)},
-			Maintenance: {MaxWorkers: cmp.Or(q.cfg.Maintenance, 2)},
+		rc.Middleware = []rivertype.Middleware{&attempts{q: q}}
+		// A queue is fetched only where its jobs can be worked: a process
+		// without a model leaves the roles' jobs waiting for one with it,
+		// rather than failing them as kinds it does not know.
+		rc.Queues = map[string]river.QueueConfig{}
+		for name, n := range map[string]int{
+			Ingestion:   cmp.Or(q.cfg.Ingestion, 8),
+			Routing:     cmp.Or(q.cfg.Routing, 1),
+			Execution:   cmp.Or(q.cfg.Execution, 2),
+			Upkeep:      cmp.Or(q.cfg.Upkeep, 2),
+			Maintenance: cmp.Or(q.cfg.Maintenance, 2),
+		} {
+			if q.worked[name] {
+				rc.Queues[name] = river.QueueConfig{MaxWorkers: n}
+			}
 		}
 	}
 	var err error
@@ -259,8 +314,11 @@ func (q *Queue) Start(ctx context.Context) error {
 }
 
 // Stop stops fetching jobs and waits for running ones until ctx ends; then it
-// cancels whatever still runs and waits for it to return.
+// cancels whatever still runs and waits for it to return. A job waiting to
+// try something again (a backoff) stops waiting at once: it is put back to
+// run again, elsewhere or after the restart (see retry.WithStop).
 func (q *Queue) Stop(ctx context.Context) error {
+	q.stopOnce.Do(func() { close(q.stopping) })
 	stop, stopAndCancel := q.stopFuncs()
 	if stop == nil {
 		return nil

@@ -16,7 +16,9 @@ import (
 
 // Sleep waits for d, or until ctx ends, whichever comes first, and returns
 // ctx's error in the second case. A d of zero or less returns at once, with
-// ctx's error if it has ended.
+// ctx's error if it has ended. It is the wait between attempts, so it also
+// ends, with ErrStopping, when the process stops (see WithStop): a backoff
+// never holds up a shutdown.
 func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
@@ -26,9 +28,32 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-Stopping(ctx):
+		return ErrStopping
 	case <-t.C:
 		return nil
 	}
+}
+
+// ErrStopping is Sleep's error when the process began to stop during the
+// wait.
+var ErrStopping = errors.New("the process is stopping")
+
+type stopKey struct{}
+
+// WithStop returns a copy of ctx under which Sleep also ends when stop is
+// closed. A job's context lives on while the process stops gracefully, so
+// that work in flight can finish; only its waits for another attempt end
+// at once.
+func WithStop(ctx context.Context, stop <-chan struct{}) context.Context {
+	return context.WithValue(ctx, stopKey{}, stop)
+}
+
+// Stopping is the stop signal WithStop put in ctx; nil (never closed)
+// when there is none.
+func Stopping(ctx context.Context) <-chan struct{} {
+	stop, _ := ctx.Value(stopKey{}).(<-chan struct{})
+	return stop
 }
 
 // Policy says how often a failed attempt is tried again and how long to

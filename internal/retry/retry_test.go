@@ -28,6 +28,25 @@ func TestSleep(t *testing.T) {
 	require.ErrorIs(t, retry.Sleep(ctx, 0), context.Canceled)
 }
 
+// A process that begins to stop ends the waits between attempts at once,
+// and a Policy's loop with them, saying so; its context lives on.
+func TestSleepEndsWhenTheProcessStops(t *testing.T) {
+	stop := make(chan struct{})
+	ctx := retry.WithStop(context.Background(), stop)
+	require.NoError(t, retry.Sleep(ctx, time.Millisecond), "a wait ends as usual before the stop")
+
+	ended := make(chan error, 1)
+	go func() {
+		ended <- retry.Policy{Retries: 5}.Do(ctx, func(int) error { return retry.Again(errBusy, time.Hour) }, nil)
+	}()
+	close(stop)
+	err := <-ended
+	require.ErrorIs(t, err, retry.ErrStopping)
+	require.ErrorContains(t, err, "busy", "the error names the attempt that failed")
+	require.NoError(t, ctx.Err(), "the context itself is not cancelled")
+	require.Nil(t, retry.Stopping(context.Background()), "no stop signal without WithStop")
+}
+
 // recorder is a Policy.Sleep that takes no time.
 type recorder struct{ waits []time.Duration }
 

@@ -172,6 +172,17 @@ func TestSettings(t *testing.T) {
 		results, _, _ := run(t, e.cfg)
 		requireResult(t, results, "model settings", doctor.Fail, "SUPERAGENT_MODEL_BASE_URL and SUPERAGENT_MODEL unset", "OpenAI-compatible")
 		requireResult(t, results, "model", doctor.Skip, "incomplete", "")
+
+		// A routing turn waits, enqueued while a model was configured: it
+		// waits for a process with one, and the doctor says so.
+		d, err := db.Open(context.Background(), e.cfg.DatabaseURL, db.Options{})
+		require.NoError(t, err)
+		_, err = d.Exec(context.Background(), `INSERT INTO river_job (args, kind, max_attempts, queue, state, scheduled_at, priority)
+VALUES ('{}', 'route_turn', 25, 'routing', 'available', CURRENT_TIMESTAMP, 1)`)
+		require.NoError(t, err)
+		require.NoError(t, d.Close())
+		results, _, _ = run(t, e.cfg)
+		requireResult(t, results, "model", doctor.Warn, "1 routing or Executor jobs wait for a process with one", "SUPERAGENT_MODEL")
 	})
 	t.Run("no source of work", func(t *testing.T) {
 		e := setup(t)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/superagent-dev/superagent/internal/queue"
 )
 
 // model asks the endpoint base for a one-token completion from the named
@@ -19,6 +21,10 @@ func (d *doctor) model(base, key, setting, name string) func(ctx context.Context
 	return func(ctx context.Context) Result {
 		c := d.cfg
 		if base == "" || name == "" {
+			if n := d.waitingForAModel(ctx); n > 0 {
+				return warn("set "+setting+", "+setting+"_BASE_URL and "+setting+"_API_KEY here, or start a process that has them: a process without a model leaves these jobs to one with it",
+					"no model is configured, and %d routing or Executor jobs wait for a process with one", n)
+			}
 			return skip("not checked: the model settings are incomplete")
 		}
 		opts := []option.RequestOption{
@@ -53,6 +59,16 @@ func (d *doctor) model(base, key, setting, name string) func(ctx context.Context
 		}
 		return ok("%s answered a one-token request (served by %s; %d tokens used)", base, served, resp.Usage.TotalTokens)
 	}
+}
+
+// waitingForAModel counts the jobs waiting in the queues only a process
+// with a model works; 0 when the database is unreachable.
+func (d *doctor) waitingForAModel(ctx context.Context) int {
+	if d.db == nil {
+		return 0
+	}
+	n, _ := queue.WaitingForRoles(ctx, d.db)
+	return n
 }
 
 func modelFailure(err error, base, setting, name string) Result {
