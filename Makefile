@@ -37,6 +37,7 @@ bench: ## measured figures, with ratios against baselines taken in the same run
 	$(GO) test -run '^$$' -bench 'BenchmarkStep' -benchmem -benchtime 1000x ./session
 	$(GO) test -run '^$$' -bench 'BenchmarkRun' -benchtime 200x ./executor/workspace
 	$(GO) test -run '^$$' -bench 'BenchmarkCheckpoint' -benchtime 50x ./executor/workspace
+	$(GO) test -run '^$$' -bench 'BenchmarkGoTestCycle' -benchtime 1x -timeout 60m ./executor/workspace
 	@echo "== where people wait (issue 22), on SQLite and PostgreSQL"
 	@$(call figures,-run 'TestLoneRequestLatency' ./cmd/superagent,lone request)
 	@$(call figures,-run 'TestBurstIsRoutedInOneBatch' ./orchestrator,burst of 30)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/superagent-dev/superagent/internal/githubapp"
+	"github.com/superagent-dev/superagent/internal/secret"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -29,10 +30,6 @@ var (
 	checkRunURL = regexp.MustCompile(`/runs/([0-9]+)$`)
 	// logStamp is the time GitHub writes before every line of a job's log.
 	logStamp = regexp.MustCompile(`(?m)^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z ?`)
-	// tokenShape matches credentials by their published shapes (GitHub,
-	// AWS, OpenAI-style keys, bearer headers) that a CI log may print;
-	// the Scrubber knows only the service's own secrets.
-	tokenShape = regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,})\b|(?i)(authorization:\s*(?:bearer|token|basic)\s+)\S+`)
 )
 
 // maxExcerpt is how much of the failed jobs' logs the Executor is shown,
@@ -142,7 +139,7 @@ func (e *Executor) jobExcerpt(ctx context.Context, gh *githubapp.Repo, j *github
 	if len(log) > limit {
 		log = "…" + log[len(log)-limit:]
 	}
-	log = tokenShape.ReplaceAllString(e.deps.Scrubber.Scrub(strings.TrimRight(log, "\n")), "$2[REDACTED]")
+	log = secret.ScrubShapes(e.deps.Scrubber.Scrub(strings.TrimRight(log, "\n")))
 	fence := "```"
 	for strings.Contains(log, fence) {
 		fence += "`"

@@ -29,7 +29,9 @@ func (e *Executor) checkpointed(t session.Tool) session.Tool {
 		// A refused call changed nothing; a cancelled one (the lease was
 		// lost, the process stops) leaves the checkpoint to the next holder.
 		if refusal := (*session.Refusal)(nil); !errors.As(err, &refusal) && ctx.Err() == nil {
-			e.checkpoint(ctx, call.TicketID)
+			if note := e.checkpoint(ctx, call.TicketID); note != "" && err == nil {
+				out += "\n" + note
+			}
 		}
 		return out, err
 	}
@@ -38,16 +40,21 @@ func (e *Executor) checkpointed(t session.Tool) session.Tool {
 
 // checkpoint pushes the Ticket's commits and working tree to its hidden
 // ref when they changed since the last checkpoint. A failure is logged
-// and the step goes on: the next step's checkpoint tries again.
-func (e *Executor) checkpoint(ctx context.Context, ticketID int64) {
+// and the step goes on: the next step's checkpoint tries again. A
+// checkpoint the host refuses (a secret in a file, a file too large) is
+// also said to the model: the note returned goes after the step's result.
+func (e *Executor) checkpoint(ctx context.Context, ticketID int64) string {
 	ws, err := e.deps.Workspaces.Open(ticketID)
 	if err != nil {
-		return // no workspace, no work in it
+		return "" // no workspace, no work in it
 	}
 	t, err := e.deps.Tickets.Ticket(ctx, e.deps.DB, ticketID)
 	if err != nil || t.Repo == "" || tickets.Ended(t.State) {
-		return
+		return ""
 	}
+	// The repository's secrets join the Scrubber, whose every value the
+	// checkpoint must not carry.
+	e.secretEnv(ctx, t)
 	cp, taken, err := ws.Checkpoint(ctx, func(ctx context.Context) (workspace.Remote, error) {
 		r, err := e.wipRemote(ctx, t.Repo)
 		if err != nil {
@@ -60,14 +67,23 @@ func (e *Executor) checkpoint(ctx context.Context, ticketID int64) {
 			return r, fmt.Errorf("recording the checkpoint's repository: %w", err)
 		}
 		return r, nil
-	})
+	}, e.deps.Scrubber)
+	var leak *workspace.LeakError
+	var refused *workspace.CheckpointRefusal
 	switch {
+	case errors.As(err, &leak):
+		e.cfg.Logger.Warn("checkpoint refused: a secret in what it would push", "ticket", t.ID, "repo", t.Repo, "file", leak.Path, "kind", leak.Kind)
+		return "host: " + leak.Error() + "."
+	case errors.As(err, &refused):
+		e.cfg.Logger.Warn("checkpoint refused", "ticket", t.ID, "repo", t.Repo, "reason", e.deps.Scrubber.Scrub(refused.Reason))
+		return "host: " + e.deps.Scrubber.Scrub(refused.Error()) + "; the work stays only on this machine until it is fixed."
 	case err != nil:
 		e.cfg.Logger.Warn("checkpointing the work in progress", "ticket", t.ID, "repo", t.Repo,
 			"error", e.deps.Scrubber.Scrub(err.Error()))
 	case taken:
 		e.cfg.Logger.Info("work checkpointed", "ticket", t.ID, "repo", t.Repo, "commit", cp.Commit, "head", cp.Head)
 	}
+	return ""
 }
 
 // restore brings the Ticket's workspace to its checkpoint when the

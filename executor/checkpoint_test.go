@@ -56,7 +56,7 @@ func TestWorkMovesToAnotherMachineThroughItsCheckpoint(t *testing.T) {
 		_, pushed := e.gh.Branch(t, repo, branch)
 		require.False(t, pushed, "nothing was pushed to the branch")
 		first := filepath.Join(e.dataDir, "workspaces", "ticket-"+strconv.FormatInt(tk.ID, 10))
-		commit, err := exec.Command("git", "-C", first, "rev-parse", "HEAD").Output()
+		commit, err := exec.Command("git", "-c", "safe.directory=*", "-C", first, "rev-parse", "HEAD").Output()
 		require.NoError(t, err)
 		parent, err := bareGit(t, e.bare, "rev-parse", ref+"^")
 		require.NoError(t, err, "the checkpoint is on GitHub")
@@ -69,7 +69,7 @@ func TestWorkMovesToAnotherMachineThroughItsCheckpoint(t *testing.T) {
 		e.admit(t, 1, "alice", "any news?")
 		e.run(t, tk.ID)
 		second := filepath.Join(e.dataDir, "workspaces", "ticket-"+strconv.FormatInt(tk.ID, 10))
-		moved, err := exec.Command("git", "-C", second, "rev-parse", "HEAD").Output()
+		moved, err := exec.Command("git", "-c", "safe.directory=*", "-C", second, "rev-parse", "HEAD").Output()
 		require.NoError(t, err)
 		require.Equal(t, string(commit), string(moved), "the unpushed commit came along")
 		for _, f := range []string{"README.md", "AGENTS.md", "notes/plan.md"} {

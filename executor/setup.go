@@ -43,10 +43,12 @@ func (e *Executor) runSetup(ctx context.Context, t tickets.Ticket, sid int64) (s
 	if err != nil {
 		return "", err
 	}
-	if had && prev.ScriptSHA256 == hash && (!prev.OK || e.deps.Workspaces.SetupCache(t.Repo, hash) != "") {
+	if had && prev.ScriptSHA256 == hash && (!prev.OK || ws.SetupCache(t.Repo) != "") {
 		return "", nil
 	}
 	o := repoenv.Outcome{TicketID: t.ID, Source: source, ScriptSHA256: hash, ExitCode: -1}
+	var key, base string
+	var locks []string
 	if tooBig != nil {
 		o.Tail = tooBig.Error()
 	} else {
@@ -56,16 +58,19 @@ func (e *Executor) runSetup(ctx context.Context, t tickets.Ticket, sid int64) (s
 			return "", fmt.Errorf("setting up ticket %d: %w", t.ID, err)
 		}
 		o.Cached, o.OK, o.ExitCode, o.TimedOut, o.OverQuota, o.Duration = res.Cached, res.OK, res.ExitCode, res.TimedOut, res.OverQuota, res.Duration
+		key, base, locks = res.Key, res.BaseCommit, res.LockFiles
 		o.Tail = e.deps.Scrubber.Scrub(res.Tail)
 	}
 	if err := e.deps.RepoEnv.Record(ctx, e.deps.DB, o); err != nil {
 		return "", err
 	}
 	if o.Cached {
-		e.cfg.Logger.Info("setup cache hit", "ticket", t.ID, "session", sid, "repo", t.Repo, "source", source, "script_sha256", hash)
+		e.cfg.Logger.Info("setup cache hit", "ticket", t.ID, "session", sid, "repo", t.Repo, "source", source, "script_sha256", hash,
+			"cache_key", key, "base_commit", base)
 		return "", nil
 	}
 	e.cfg.Logger.Info("setup ran", "ticket", t.ID, "session", sid, "repo", t.Repo, "source", source, "script_sha256", hash,
+		"cache_key", key, "base_commit", base, "lock_files", strings.Join(locks, ","),
 		"ok", o.OK, "exit_code", o.ExitCode, "timed_out", o.TimedOut, "over_quota", o.OverQuota, "duration", o.Duration)
 	if o.OK {
 		return "", nil
@@ -119,7 +124,7 @@ func (e *Executor) commandWorkspace(ctx context.Context, ws *workspace.Workspace
 		return nil, err
 	}
 	if ok && o.OK {
-		cache = e.deps.Workspaces.SetupCache(t.Repo, o.ScriptSHA256)
+		cache = ws.SetupCache(t.Repo)
 	}
 	if cache == "" && len(env) == 0 {
 		return ws, nil
@@ -140,7 +145,7 @@ func (e *Executor) setupFacts(ctx context.Context, t tickets.Ticket) ([]promptpa
 	if ok {
 		v := o.Describe()
 		if o.OK {
-			v += "; its cache is read-only at /cache (GOMODCACHE, npm_config_cache, PIP_CACHE_DIR and CARGO_HOME point into it, and its bin directories are on PATH)"
+			v += "; its cache is read-only at /cache (GOPATH, CARGO_HOME, npm_config_prefix and PYTHONUSERBASE point into it, and its bin directories are on PATH after the system's), and the build caches it warmed start the Ticket's own at /build-cache"
 		} else {
 			v += "; the end of its output is in the conversation"
 		}

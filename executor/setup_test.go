@@ -73,7 +73,7 @@ func lastResults(e *env) []string {
 func TestSetupRunsOnceAndTheSecondTicketStartsWarm(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		probe := runCall(`hello-tool; echo "gomodcache=$GOMODCACHE npm=$npm_config_cache"; ` +
-			`(touch /cache/x 2>/dev/null && echo CACHE-WRITABLE) || echo cache-read-only; ls /cache/go/pkg/mod/example.com`)
+			`(touch /cache/x 2>/dev/null && echo CACHE-WRITABLE) || echo cache-read-only; ls $GOMODCACHE/example.com`)
 		e := setup(t, d, callsInOrder(probe))
 		pushFiles(t, e.bare, map[string]string{".superagent/setup.sh": "#!/bin/sh\nset -e\n" +
 			"test -f /workspace/README.md\n" +
@@ -88,7 +88,7 @@ func TestSetupRunsOnceAndTheSecondTicketStartsWarm(t *testing.T) {
 		require.Len(t, out, 1)
 		require.Regexp(t, `^exit code 0 `, out[0], "%s", e.model.Last().Text())
 		require.Contains(t, out[0], "made-by-setup")
-		require.Contains(t, out[0], "gomodcache=/cache/go/pkg/mod npm=/cache/npm-cache")
+		require.Contains(t, out[0], "gomodcache=/build-cache/go-mod npm=/build-cache/npm")
 		require.Contains(t, out[0], "cache-read-only")
 		require.Contains(t, out[0], "dep@v1.0.0")
 		require.Contains(t, e.logs.String(), "setup ran")

@@ -215,8 +215,15 @@ func (e *Executor) gitPush(ctx context.Context, ws *workspace.Workspace, t ticke
 		if err != nil {
 			return "", err
 		}
-		return head, ws.Push(ctx, r, branch)
+		// The repository's secrets join the Scrubber, whose every value
+		// the push must not carry.
+		e.secretEnv(ctx, t)
+		return head, ws.Push(ctx, r, branch, e.deps.Scrubber)
 	}, nil)
+	if leak := (*workspace.LeakError)(nil); errors.As(err, &leak) {
+		e.cfg.Logger.Warn("push refused: a secret in what it would send", "ticket", t.ID, "repo", t.Repo, "branch", branch, "file", leak.Path, "kind", leak.Kind)
+		return "", session.Refuse("%s", leak)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -219,7 +219,7 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 		a.logger.Warn("SUPERAGENT_SANDBOX=none: the Executors' commands run without isolation and can read this process's files; use only for development")
 	}
 	ws, err := workspace.NewManager(workspace.Config{Root: filepath.Join(cfg.DataDir, "workspaces"), Sandbox: cfg.Sandbox,
-		Network: cfg.SandboxNetwork, Egress: cfg.SandboxEgress, Logger: a.logger, ExtraReadOnly: cfg.SandboxReadOnly, MaxBytes: cfg.SandboxDisk,
+		Network: cfg.SandboxNetwork, Egress: cfg.SandboxEgress, Logger: a.logger, ExtraReadOnly: cfg.SandboxReadOnly, MaxBytes: cfg.SandboxDisk, MaxFiles: int64(cfg.SandboxFiles),
 		CPUSeconds: cfg.SandboxCPUSeconds, MemoryBytes: cfg.SandboxMemory, MaxProcesses: cfg.SandboxProcesses,
 		SetupTimeout: cfg.SetupTimeout, SetupMaxBytes: cfg.SetupDisk})
 	if err != nil {

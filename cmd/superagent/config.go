@@ -91,6 +91,7 @@ type config struct {
 	SandboxMemory     int64
 	SandboxProcesses  int
 	SandboxDisk       int64
+	SandboxFiles      int // SUPERAGENT_SANDBOX_FILES: files and directories of one workspace
 	// SetupTimeout and SetupDisk bound a repository's setup run and its
 	// cache; zero means the workspace package's default.
 	SetupTimeout time.Duration
@@ -369,6 +370,10 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		},
 		func() (err error) {
 			c.SandboxDisk, err = parseBytes("SUPERAGENT_SANDBOX_DISK", getenv("SUPERAGENT_SANDBOX_DISK"))
+			return err
+		},
+		func() (err error) {
+			c.SandboxFiles, err = parseCount("SUPERAGENT_SANDBOX_FILES", getenv("SUPERAGENT_SANDBOX_FILES"), "files")
 			return err
 		},
 		func() (err error) {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -45,6 +47,12 @@ type scenario struct {
 	Executor map[string][]turn `json:"executor"`
 	Steps    []step            `json:"steps"`
 	Expect   expectations      `json:"expect"`
+	// Settings are more of the service's settings (SUPERAGENT_…), as an
+	// operator would set them.
+	Settings map[string]string `json:"settings"`
+	// Secrets are the repository's secrets, set through the API before
+	// the day starts (they need SUPERAGENT_SECRETS_KEY in Settings).
+	Secrets map[string]string `json:"secrets"`
 }
 
 type scenarioFeishu struct {
@@ -162,6 +170,12 @@ type expectations struct {
 	NeverSaw map[string][]string `json:"never_saw"`
 	// Logs: INFO messages and how often each was logged.
 	Logs map[string]int `json:"logs"`
+	// RemoteNeverHolds: texts no object of the repository on GitHub
+	// holds at the end (any ref, the checkpoints' included).
+	RemoteNeverHolds []string `json:"remote_never_holds"`
+	// DatabaseIntact: the database passes its own integrity check
+	// (SQLite's PRAGMA integrity_check; PostgreSQL's catalog answers).
+	DatabaseIntact bool `json:"database_intact"`
 }
 
 type ticketExpect struct {
@@ -366,6 +380,7 @@ func newReplay(t *testing.T, name string, sc scenario, dbURL string) *replay {
 		"SUPERAGENT_ROUTER_MODEL":     "router-model",
 		"SUPERAGENT_ROUTING_DEBOUNCE": "100ms",
 	}
+	maps.Copy(env, sc.Settings)
 	if sc.Repo != nil {
 		r.gh = fakegithub.New(t)
 		r.bare = r.gh.AddRepo(t, helloRepo, "main", sc.Repo)
@@ -394,6 +409,17 @@ func newReplay(t *testing.T, name string, sc scenario, dbURL string) *replay {
 	r.store = openDB(t, dbURL)
 	if r.gh != nil {
 		installApp(t, r.p, scenarioSecret, name+"-install", dbURL)
+	}
+	for secretName, value := range sc.Secrets {
+		body := marshal(t, map[string]string{"value": value})
+		req, err := http.NewRequest(http.MethodPut, "http://"+r.p.addr+"/api/repos/"+helloRepo+"/secrets/"+secretName, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+scenarioToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Less(t, resp.StatusCode, 300, "setting secret %s", secretName)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -921,6 +947,29 @@ func (r *replay) check() {
 	t := r.t
 	ctx := context.Background()
 	x := r.sc.Expect
+
+	if x.DatabaseIntact {
+		if strings.HasPrefix(r.dbURL, "postgres") {
+			var n int
+			require.NoError(t, r.store.QueryRow(ctx, `SELECT count(*) FROM pg_catalog.pg_class`).Scan(&n))
+		} else {
+			var verdict string
+			require.NoError(t, r.store.QueryRow(ctx, `PRAGMA integrity_check`).Scan(&verdict))
+			require.Equal(t, "ok", verdict, "SQLite's integrity check")
+		}
+	}
+	if len(x.RemoteNeverHolds) > 0 {
+		objects, err := exec.Command("git", "--git-dir", r.bare, "rev-list", "--objects", "--all").Output()
+		require.NoError(t, err)
+		for line := range strings.SplitSeq(strings.TrimSpace(string(objects)), "\n") {
+			sha, _, _ := strings.Cut(line, " ")
+			content, err := exec.Command("git", "--git-dir", r.bare, "cat-file", "-p", sha).Output()
+			require.NoError(t, err)
+			for _, text := range x.RemoteNeverHolds {
+				require.NotContains(t, string(content), text, "object %s on the remote", sha)
+			}
+		}
+	}
 
 	// Tickets: exactly these, in order.
 	type ticketRow struct {

@@ -135,8 +135,9 @@ type sandboxCgroup struct {
 
 // create makes a cgroup for one command with cfg's limits on the
 // controllers the parent has.
-func (p *cgroupParent) create(cfg Config) (*sandboxCgroup, error) {
-	dir, err := os.MkdirTemp(p.dir, "sandbox-")
+// Its name starts with the Ticket's, so whose it is shows in the tree.
+func (p *cgroupParent) create(cfg Config, ticket int64) (*sandboxCgroup, error) {
+	dir, err := os.MkdirTemp(p.dir, "sandbox-ticket-"+strconv.FormatInt(ticket, 10)+"-")
 	if err != nil {
 		return nil, fmt.Errorf("creating the command's cgroup: %w", err)
 	}

@@ -63,7 +63,7 @@ func TestCgroupDelegate(t *testing.T) {
 func TestCgroupCreateWritesLimits(t *testing.T) {
 	cfg := Config{MemoryBytes: 256 << 20, MaxProcesses: 60, CPUs: 2}
 	p := &cgroupParent{dir: t.TempDir(), controllers: []string{"cpu", "memory", "pids"}}
-	c, err := p.create(cfg)
+	c, err := p.create(cfg, 7)
 	require.NoError(t, err)
 	require.Equal(t, p.dir, filepath.Dir(c.dir))
 	require.Equal(t, "268435456", readFile(t, filepath.Join(c.dir, "memory.max")))
@@ -79,14 +79,14 @@ func TestCgroupCreateWritesLimits(t *testing.T) {
 	ev := c.events()
 	require.Equal(t, cgroupEvents{oomKills: 1, pidsMax: 3}, ev)
 	cfg.cgroup = p
-	notes := limitNotes(cfg, 137, "Killed\n", ev)
-	require.Contains(t, notes, "[stopped: the sandbox reached its memory limit of 256 MiB (cgroup memory.max) and the kernel killed 1 process(es)]")
-	require.Contains(t, notes, "[limit: the sandbox allows 60 processes and threads at once (cgroup pids.max); 3 fork(s) failed]")
+	notes := limitNotes(cfg, identityOf(7), 137, "Killed\n", ev)
+	require.Contains(t, notes, "[stopped: this command's sandbox reached its memory limit of 256 MiB (cgroup memory.max) and the kernel killed 1 process(es)]")
+	require.Contains(t, notes, "[limit: this command's sandbox allows 60 processes and threads at once (cgroup pids.max); 3 fork(s) failed]")
 
 	// No CPU cap by default; and a controller that is not delegated is
 	// left to the rlimit.
 	p = &cgroupParent{dir: t.TempDir(), controllers: []string{"cpu", "pids"}}
-	c, err = p.create(Config{MemoryBytes: 1 << 30, MaxProcesses: 10})
+	c, err = p.create(Config{MemoryBytes: 1 << 30, MaxProcesses: 10}, 7)
 	require.NoError(t, err)
 	require.Equal(t, "max 100000", readFile(t, filepath.Join(c.dir, "cpu.max")))
 	require.NoFileExists(t, filepath.Join(c.dir, "memory.max"))
@@ -143,7 +143,7 @@ func TestSandboxInRealCgroup(t *testing.T) {
 		line, done := procLine(t, w, "sleep 1005", 2*time.Second, "sleep\x001005", "cgroup", "0::")
 		cg := filepath.Join(mount, strings.TrimPrefix(line, "0::"))
 		require.Equal(t, p.dir, filepath.Dir(cg))
-		require.True(t, strings.HasPrefix(filepath.Base(cg), "sandbox-"), cg)
+		require.True(t, strings.HasPrefix(filepath.Base(cg), "sandbox-ticket-1-"), "named for its Ticket: %s", cg)
 		res := <-done
 		require.True(t, res.TimedOut)
 		// Killed whole and removed.
@@ -153,6 +153,9 @@ func TestSandboxInRealCgroup(t *testing.T) {
 
 	t.Run("LimitsHoldForTheWholeSandbox", func(t *testing.T) {
 		if !p.has("pids") || !p.has("memory") {
+			if os.Getenv("SUPERAGENT_TEST_CGROUP_LIMITS") == "required" {
+				t.Fatalf("the pids and memory controllers are not delegated at %s (%v), and this run requires them", p.dir, p.controllers)
+			}
 			t.Skipf("the pids and memory controllers are not delegated here (%v)", p.controllers)
 		}
 		res := run(t, w, "for i in $(seq 100); do sleep 5 & done; echo ALL-STARTED")

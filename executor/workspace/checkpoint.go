@@ -7,9 +7,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // WIPRef is the hidden ref of the repository that holds ticket's
@@ -38,10 +40,9 @@ type wipMark struct {
 }
 
 const (
-	wipMarkFile  = "superagent-wip"
-	wipIndexFile = "superagent-wip.index"
-	wipAuthor    = "superagent"
-	wipEmail     = "superagent@localhost"
+	wipMarkFile = "superagent-wip"
+	wipAuthor   = "superagent"
+	wipEmail    = "superagent@localhost"
 )
 
 func (w *Workspace) readMark() wipMark {
@@ -66,40 +67,58 @@ func (w *Workspace) writeMark(m wipMark) error {
 	return nil
 }
 
+// Bounds of a checkpoint: beyond them it is refused (and the step goes
+// on). GitHub refuses files over 100 MB in any ref.
+const (
+	checkpointTimeout  = 2 * time.Minute
+	maxCheckpointFile  = 100 << 20
+	sandboxCheckpoint  = "/wip"
+	checkpointListFile = "list"
+)
+
+// CheckpointRefusal is a checkpoint the host would not take: what the
+// tree holds passes a bound, or a file holds a secret. Its message is
+// meant for the model and names the file.
+type CheckpointRefusal struct{ Reason string }
+
+func (e *CheckpointRefusal) Error() string {
+	return "the work in progress was not checkpointed: " + e.Reason
+}
+
 // Checkpoint records the work in progress, commits and working tree, in
-// WIPRef of remote, without touching the workspace's index or HEAD: the
-// tree is written through a private index. It returns false, and pushes
-// nothing, when neither HEAD nor the tree changed since the checkpoint
-// this workspace last made or restored. remote is asked for only when
-// there is something to push. The push forces with a lease on the value
-// this workspace last saw, so a process that lost the Ticket cannot
-// overwrite the checkpoint of the one that has it.
-func (w *Workspace) Checkpoint(ctx context.Context, remote func(context.Context) (Remote, error)) (Checkpoint, bool, error) {
+// WIPRef of remote, without touching the workspace's index or HEAD. The
+// tree holds what git would commit: tracked files and untracked ones that
+// are not ignored. Git reads the work tree only inside the sandbox, as
+// the Ticket's user with its limits and a time limit, writing to a
+// private index and object directory; the host moves the objects in and
+// reads objects only. It refuses (a *CheckpointRefusal, or a *LeakError
+// when finder, if not nil, finds a secret in a file or a commit message
+// the push would send) a tree of more than Config.MaxFiles files, one file
+// over 100 MiB or more than Config.MaxBytes in all. It returns false, and
+// pushes nothing, when neither HEAD nor the tree changed since the
+// checkpoint this workspace last made or restored, or, before any
+// checkpoint, when the tree is HEAD's and HEAD is on the remote. remote
+// is asked for only when there is something to push. The push forces
+// with a lease on the value this workspace last saw, so a process that
+// lost the Ticket cannot overwrite the checkpoint of the one that has it.
+func (w *Workspace) Checkpoint(ctx context.Context, remote func(context.Context) (Remote, error), finder Finder) (Checkpoint, bool, error) {
 	var cp Checkpoint
+	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
 	if nested, err := w.nestedRepo(); err != nil {
 		return cp, false, fmt.Errorf("checkpointing: %w", err)
 	} else if nested != "" {
-		// A host git walking into it would read the sandbox's config.
-		return cp, false, fmt.Errorf("checkpointing: %s is a nested git repository", nested)
+		return cp, false, &CheckpointRefusal{Reason: nested + " is a nested git repository; remove it (or its .git)"}
 	}
-	size, err := w.size()
+	if err := w.underQuota(); err != nil {
+		return cp, false, &CheckpointRefusal{Reason: err.Error()}
+	}
+	index, err := w.stage(ctx, nil)
 	if err != nil {
-		return cp, false, fmt.Errorf("checkpointing: %w", err)
+		return cp, false, err
 	}
-	if size > w.m.cfg.MaxBytes {
-		return cp, false, fmt.Errorf("checkpointing: workspace holds %d bytes, over the limit of %d", size, w.m.cfg.MaxBytes)
-	}
-	index := filepath.Join(w.dir, ".git", wipIndexFile)
-	// Starting from the real index reuses its file stats, so only files
-	// changed since the last commit or add are read again.
-	if err := copyFile(filepath.Join(w.dir, ".git", "index"), index); err != nil {
-		return cp, false, fmt.Errorf("checkpointing: copying the index: %w", err)
-	}
-	env := []string{"GIT_INDEX_FILE=" + index}
-	if _, err := w.m.git.run(ctx, gitCmd{dir: w.dir, args: []string{"add", "--all", "--", "."}, env: env}); err != nil {
-		return cp, false, fmt.Errorf("checkpointing: staging the working tree: %w", err)
-	}
-	out, err := w.m.git.run(ctx, gitCmd{dir: w.dir, args: []string{"write-tree"}, env: env})
+	// From here on the host reads the index and objects, never the tree.
+	out, err := w.m.git.run(ctx, gitCmd{dir: w.dir, args: []string{"write-tree"}, env: []string{"GIT_INDEX_FILE=" + index}})
 	if err != nil {
 		return cp, false, fmt.Errorf("checkpointing: writing the tree: %w", err)
 	}
@@ -110,6 +129,10 @@ func (w *Workspace) Checkpoint(ctx context.Context, remote func(context.Context)
 	mark := w.readMark()
 	if mark.Head == cp.Head && mark.Tree == cp.Tree {
 		cp.Commit = mark.Lease
+		return cp, false, nil
+	}
+	if mark.Lease == "" && w.cleanAndPushed(ctx, cp) {
+		// Nothing the remote lacks: no ref to make.
 		return cp, false, nil
 	}
 	out, err = w.m.git.run(ctx, gitCmd{
@@ -124,6 +147,11 @@ func (w *Workspace) Checkpoint(ctx context.Context, remote func(context.Context)
 		return cp, false, fmt.Errorf("checkpointing: committing the tree: %w", err)
 	}
 	cp.Commit = strings.TrimSpace(out)
+	if leak, err := w.findLeak(ctx, finder, "the checkpoint", []string{cp.Commit}, mark.Lease); err != nil {
+		return cp, false, fmt.Errorf("checkpointing: %w", err)
+	} else if leak != nil {
+		return cp, false, leak
+	}
 	r, err := remote(ctx)
 	if err == nil {
 		err = r.validate()
@@ -143,6 +171,190 @@ func (w *Workspace) Checkpoint(ctx context.Context, remote func(context.Context)
 		return cp, false, fmt.Errorf("checkpointing: pushing %s: %w", ref, err)
 	}
 	return cp, true, w.writeMark(wipMark{Lease: cp.Commit, Head: cp.Head, Tree: cp.Tree})
+}
+
+// cleanAndPushed reports whether cp's tree is HEAD's and every commit of
+// HEAD is on the remote: a checkpoint would hold nothing new.
+func (w *Workspace) cleanAndPushed(ctx context.Context, cp Checkpoint) bool {
+	headTree, err := w.git(ctx, "rev-parse", "--verify", "HEAD^{tree}")
+	if err != nil || strings.TrimSpace(headTree) != cp.Tree {
+		return false
+	}
+	n, err := w.git(ctx, "rev-list", "--count", "HEAD", "--not", "--remotes=origin")
+	return err == nil && strings.TrimSpace(n) == "0"
+}
+
+// stage stages the work tree as `git add --all -- <paths>` would (all of
+// it without paths) into a private index, starting from the workspace's
+// index, and returns that index's path. Git runs in the sandbox over the
+// work tree, with the workspace's .git read-only and the private index
+// and an object directory writable at /wip; the host checks what it would
+// take before git reads any of it, then moves the objects into .git.
+func (w *Workspace) stage(ctx context.Context, paths []string) (string, error) {
+	wip := filepath.Join(w.m.scratchDir(w.id), "wip")
+	if err := emptyDir(wip); err != nil {
+		return "", fmt.Errorf("staging: %w", err)
+	}
+	if err := os.Mkdir(filepath.Join(wip, "objects"), 0o700); err != nil {
+		return "", fmt.Errorf("staging: %w", err)
+	}
+	// Starting from the real index reuses its file stats, so tracked files
+	// unchanged since the last commit or add are not read again.
+	if err := copyFile(filepath.Join(w.dir, ".git", "index"), filepath.Join(wip, "index")); err != nil {
+		return "", fmt.Errorf("staging: copying the index: %w", err)
+	}
+	git := "git"
+	for i := 0; i < len(safeConfig); i += 2 {
+		git += " -c '" + safeConfig[i+1] + "'"
+	}
+	git += " -c core.untrackedCache=false"
+	spec := " -- ."
+	if len(paths) > 0 {
+		spec = " --"
+		for _, p := range paths {
+			spec += " " + shellQuote(p)
+		}
+	}
+	list := git + " ls-files -z --others --modified --exclude-standard" + spec + " > " + sandboxCheckpoint + "/" + checkpointListFile
+	if err := w.runCheckpointGit(ctx, wip, list); err != nil {
+		return "", err
+	}
+	if err := w.checkCandidates(filepath.Join(wip, checkpointListFile)); err != nil {
+		return "", err
+	}
+	if err := w.runCheckpointGit(ctx, wip, git+" add --all"+spec); err != nil {
+		return "", err
+	}
+	if err := moveObjects(filepath.Join(wip, "objects"), filepath.Join(w.dir, ".git", "objects")); err != nil {
+		return "", fmt.Errorf("staging: %w", err)
+	}
+	index := filepath.Join(wip, "index")
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(index, 0, 0); err != nil {
+			return "", fmt.Errorf("staging: %w", err)
+		}
+	}
+	return index, nil
+}
+
+// shellQuote quotes s for /bin/sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// runCheckpointGit runs script (host-written git commands) in the
+// sandbox for a checkpoint, with wip at /wip; in SandboxNone, on the
+// host with the same paths.
+func (w *Workspace) runCheckpointGit(ctx context.Context, wip, script string) error {
+	id := identityOf(w.id)
+	dir := sandboxCheckpoint
+	if w.m.cfg.Sandbox == SandboxNone {
+		dir = wip
+		script = strings.ReplaceAll(script, sandboxCheckpoint+"/", wip+"/")
+	}
+	env := []string{"GIT_INDEX_FILE=" + dir + "/index", "GIT_OBJECT_DIRECTORY=" + dir + "/objects",
+		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + sandboxWorkspace + "/.git/objects", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+	out := newCappedWriter(4 << 10)
+	var st runState
+	var err error
+	if w.m.cfg.Sandbox == SandboxNone {
+		env[2] = "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(w.dir, ".git", "objects")
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
+		cmd.Dir = w.dir
+		cmd.Env = append(commandEnv(w.m.cfg, extras{}, "", ""), append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0="+w.dir)...)
+		st, err = runGroup(cmd, out, nil, nil)
+	} else {
+		if id.host {
+			if err := chownTree(wip, id.uid); err != nil {
+				return fmt.Errorf("checkpointing: %w", err)
+			}
+		}
+		x := extras{env: env, id: id, mounts: []bindMount{{src: wip, dst: sandboxCheckpoint, rw: true}}}
+		st, err = w.m.runSandboxed(ctx, w.tools, w.dir, sandboxWorkspace, script, out, x, nil)
+	}
+	text, _ := out.result()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return &CheckpointRefusal{Reason: fmt.Sprintf("reading the work tree took over %s", checkpointTimeout)}
+	case err != nil:
+		return fmt.Errorf("checkpointing: %w", err)
+	case ctx.Err() != nil:
+		return &CheckpointRefusal{Reason: fmt.Sprintf("reading the work tree took over %s", checkpointTimeout)}
+	case st.exitCode != 0:
+		return fmt.Errorf("checkpointing: git in the sandbox exited with status %d: %s", st.exitCode, strings.TrimSpace(text))
+	}
+	return nil
+}
+
+// checkCandidates refuses a checkpoint whose new and changed files (the
+// NUL-separated list at path, written by git in the sandbox) pass the
+// bounds, before anything reads them.
+func (w *Workspace) checkCandidates(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("checkpointing: %w", err)
+	}
+	if fi.Size() > maxGitStdout {
+		return &CheckpointRefusal{Reason: fmt.Sprintf("the list of new and changed files is over %s", formatBytes(maxGitStdout))}
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("checkpointing: %w", err)
+	}
+	root, err := w.openRoot()
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	var count, total int64
+	for name := range strings.SplitSeq(string(raw), "\x00") {
+		if name == "" {
+			continue
+		}
+		count++
+		if count > w.m.cfg.MaxFiles {
+			return &CheckpointRefusal{Reason: fmt.Sprintf("it would hold more than %d new and changed files", w.m.cfg.MaxFiles)}
+		}
+		fi, err := root.Lstat(name)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // deleted since, or a link
+		}
+		if fi.Size() > maxCheckpointFile {
+			return &CheckpointRefusal{Reason: fmt.Sprintf("%s is %s (a sparse file counts every byte), over the %s a pushed file may hold; delete it or add it to .gitignore",
+				name, formatBytes(fi.Size()), formatBytes(maxCheckpointFile))}
+		}
+		if total += fi.Size(); total > w.m.cfg.MaxBytes {
+			return &CheckpointRefusal{Reason: fmt.Sprintf("its new and changed files hold more than %s", formatBytes(w.m.cfg.MaxBytes))}
+		}
+	}
+	return nil
+}
+
+// moveObjects moves the loose objects and packs git wrote under from into
+// the object directory to, giving them to the service.
+func moveObjects(from, to string) error {
+	return filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == from {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if os.Geteuid() == 0 {
+			if err := os.Lchown(p, 0, 0); err != nil {
+				return err
+			}
+		}
+		if _, err := os.Lstat(dst); err == nil {
+			return nil // git has it already
+		}
+		return os.Rename(p, dst)
+	})
 }
 
 // Restored says what Restore did with the checkpoint it found.

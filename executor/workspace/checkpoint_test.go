@@ -68,7 +68,7 @@ func TestCheckpointAndRestore(t *testing.T) {
 	statusBefore, err := wa.Status(ctx)
 	require.NoError(t, err)
 
-	cp, taken, err := wa.Checkpoint(ctx, remote)
+	cp, taken, err := wa.Checkpoint(ctx, remote, nil)
 	require.NoError(t, err)
 	require.True(t, taken)
 	require.Equal(t, committed, cp.Head)
@@ -81,7 +81,7 @@ func TestCheckpointAndRestore(t *testing.T) {
 	head, err := wa.Head(ctx)
 	require.NoError(t, err)
 	require.Equal(t, committed, head)
-	_, taken, err = wa.Checkpoint(ctx, remote)
+	_, taken, err = wa.Checkpoint(ctx, remote, nil)
 	require.NoError(t, err)
 	require.False(t, taken, "nothing changed since the last checkpoint")
 	for _, u := range e.server.requestURLs() {
@@ -108,18 +108,18 @@ func TestCheckpointAndRestore(t *testing.T) {
 	statusB, err := wb.Status(ctx)
 	require.NoError(t, err)
 	require.Equal(t, strings.Split(statusBefore, "\n")[1:], strings.Split(statusB, "\n")[1:], "the same changes, staged as before")
-	_, taken, err = wb.Checkpoint(ctx, remote)
+	_, taken, err = wb.Checkpoint(ctx, remote, nil)
 	require.NoError(t, err)
 	require.False(t, taken, "a restored workspace has nothing new")
 
 	// b goes on; a, now older, is brought forward: its stray file goes,
 	// its ignored file stays.
 	write(wb, "notes/todo.txt", "untracked, edited on b\n")
-	cp2, taken, err := wb.Checkpoint(ctx, remote)
+	cp2, taken, err := wb.Checkpoint(ctx, remote, nil)
 	require.NoError(t, err)
 	require.True(t, taken)
 	write(wa, "stray.txt", "made on a after its last checkpoint\n")
-	_, _, err = wa.Checkpoint(ctx, remote)
+	_, _, err = wa.Checkpoint(ctx, remote, nil)
 	require.Error(t, err, "a stale workspace cannot overwrite the newer checkpoint")
 	require.Equal(t, cp2.Commit, hostGit(t, e.bare, "rev-parse", WIPRef(5)))
 	wa, err = a.Prepare(ctx, 5, e.remote, branch)
@@ -154,7 +154,7 @@ func TestCheckpointAndRestore(t *testing.T) {
 	require.False(t, res.Applied)
 	require.FileExists(t, filepath.Join(wc.Dir(), "person.txt"))
 	require.NoFileExists(t, filepath.Join(wc.Dir(), "notes", "todo.txt"))
-	_, taken, err = wc.Checkpoint(ctx, remote)
+	_, taken, err = wc.Checkpoint(ctx, remote, nil)
 	require.NoError(t, err, "the set-aside checkpoint is the lease base")
 	require.True(t, taken)
 
@@ -183,7 +183,7 @@ func TestCheckpointRefusesANestedRepository(t *testing.T) {
 	e := setup(t)
 	ws := e.manager(t, Config{}).mustPrepare(t, 6, e.remote, "superagent/ticket-6")
 	require.NoError(t, os.MkdirAll(filepath.Join(ws.Dir(), "vendor", "x", ".git"), 0o755))
-	_, _, err := ws.Checkpoint(context.Background(), func(context.Context) (Remote, error) { return e.remote, nil })
+	_, _, err := ws.Checkpoint(context.Background(), func(context.Context) (Remote, error) { return e.remote, nil }, nil)
 	require.ErrorContains(t, err, "nested git repository")
 	require.Empty(t, hostGit(t, e.bare, "for-each-ref", "refs/superagent/"))
 }
@@ -220,7 +220,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 				b.Fatal(err)
 			}
 			start := time.Now()
-			if _, taken, err := ws.Checkpoint(ctx, remote); err != nil || !taken {
+			if _, taken, err := ws.Checkpoint(ctx, remote, nil); err != nil || !taken {
 				b.Fatalf("checkpoint: taken %v, %v", taken, err)
 			}
 			spent += time.Since(start)
@@ -229,7 +229,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 	})
 	b.Run("unchanged", func(b *testing.B) {
 		for b.Loop() {
-			if _, taken, err := ws.Checkpoint(ctx, remote); err != nil || taken {
+			if _, taken, err := ws.Checkpoint(ctx, remote, nil); err != nil || taken {
 				b.Fatalf("checkpoint: taken %v, %v", taken, err)
 			}
 		}

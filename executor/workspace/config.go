@@ -34,6 +34,10 @@ type Config struct {
 	// A sandboxed command is stopped as soon as the workspace passes it, no
 	// single file may grow past it, and Commit refuses while it is exceeded.
 	MaxBytes int64
+	// MaxFiles is how many files, directories and links one workspace may
+	// hold with its /tmp and build caches (inodes, which blocks do not
+	// count). Default 100,000. Enforced like MaxBytes.
+	MaxFiles int64
 	// Sandbox is SandboxBwrap (default) or SandboxNone (unsafe, development only).
 	Sandbox SandboxMode
 	// Network gives sandboxed commands a network of their own: a user-mode
@@ -95,9 +99,13 @@ type Config struct {
 	// (Workspace.Setup). Default 15 min; it is not capped by MaxTimeout.
 	SetupTimeout time.Duration
 	// SetupMaxBytes is the disk quota of one repository's setup cache, the
-	// directory setup writes and later commands read; setup is stopped once
-	// the cache passes it. Default: MaxBytes.
+	// directory setup writes and later commands read, with its build
+	// caches; setup is stopped once the cache passes it. Default: MaxBytes.
 	SetupMaxBytes int64
+	// SetupMaxFiles is how many files and directories the setup cache may
+	// hold with its build caches. Default: 5 × MaxFiles (module caches
+	// hold many small files).
+	SetupMaxFiles int64
 
 	// Set by withDefaults: the parsed Egress.
 	egress []egressRule
@@ -122,6 +130,7 @@ const DefaultTimeout = 2 * time.Minute
 
 const (
 	defaultMaxBytes       = 2 << 30
+	defaultMaxFiles       = 100_000
 	defaultMaxOutputBytes = 64 << 10
 	defaultMaxTimeout     = 30 * time.Minute
 	defaultCPUSeconds     = 1800
@@ -145,6 +154,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	cfg.Root = filepath.Clean(cfg.Root)
 	errs = orDefault(&cfg.MaxBytes, defaultMaxBytes, "max bytes", errs)
+	errs = orDefault(&cfg.MaxFiles, defaultMaxFiles, "max files", errs)
 	switch cfg.Sandbox {
 	case "":
 		cfg.Sandbox = SandboxBwrap
@@ -161,6 +171,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	errs = orDefault(&cfg.MaxOutputBytes, defaultMaxOutputBytes, "max output bytes", errs)
 	errs = orDefault(&cfg.SetupTimeout, defaultSetupTimeout, "setup timeout", errs)
 	errs = orDefault(&cfg.SetupMaxBytes, cfg.MaxBytes, "setup max bytes", errs)
+	errs = orDefault(&cfg.SetupMaxFiles, 5*cfg.MaxFiles, "setup max files", errs)
 	errs = orDefault(&cfg.MaxTimeout, defaultMaxTimeout, "max timeout", errs)
 	if cfg.SlirpPath == "" {
 		cfg.SlirpPath = "slirp4netns"
@@ -198,7 +209,7 @@ func (cfg Config) withDefaults() (Config, error) {
 			continue
 		}
 		p = filepath.Clean(p)
-		if p == "/" || p == "/tmp" || p == "/tmp/home" || under(p, sandboxWorkspace) || under(p, sandboxCache) || under(p, "/proc") || under(p, "/dev") {
+		if p == "/" || p == "/tmp" || p == "/tmp/home" || under(p, sandboxWorkspace) || under(p, sandboxCache) || under(p, sandboxBuild) || under(p, "/proc") || under(p, "/dev") {
 			errs = append(errs, fmt.Errorf("extra read-only path %q would cover a sandbox mount", p))
 			continue
 		}

@@ -86,12 +86,21 @@ func parseEgressEntry(e string) (egressRule, error) {
 		if r.suffix {
 			return r, errors.New("a wildcard needs a domain name, not an address")
 		}
-		r.host = a.Unmap().String()
+		if p, ok := embedsIPv4(a); ok && !a.IsLoopback() && !a.IsUnspecified() {
+			return r, fmt.Errorf("an IPv6 address that carries an IPv4 one or a deprecated range (%s) is never reached; list the address itself", p)
+		}
+		r.host = a.String()
 		return r, nil
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	if err := checkHostname(host); err != nil {
 		return r, err
+	}
+	if numericName(host) {
+		// Resolvers and libc read 2130706433, 127.1, 0x7f.1 or 0177.1 as
+		// an IPv4 address in another notation, so such a "name" is an
+		// address the list would not show as one.
+		return r, errors.New("a number, not a host name: write an address in its dotted form")
 	}
 	r.host = host
 	return r, nil
@@ -119,10 +128,67 @@ func checkHostname(host string) error {
 	return nil
 }
 
+// numericName reports whether host's last label is a number (decimal,
+// or hex with 0x): no top-level domain is, and resolvers take such a name
+// for an IPv4 address.
+func numericName(host string) bool {
+	labels := strings.Split(host, ".")
+	last := labels[len(labels)-1]
+	if hex, ok := strings.CutPrefix(last, "0x"); ok {
+		last = hex
+		if last == "" {
+			return true
+		}
+		for _, c := range last {
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range last {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// embeddedV4 are the IPv6 ranges whose addresses carry an IPv4 address
+// (which a gateway, a tunnel or the stack itself would reach) or that are
+// deprecated. The egress proxy connects to none of them, whatever the
+// IPv4 address inside.
+var embeddedV4 = []netip.Prefix{
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible (::a.b.c.d), deprecated; :: and ::1 too
+	netip.MustParsePrefix("::ffff:0:0/96"),   // IPv4-mapped
+	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated (SIIT)
+	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64, well-known prefix
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // NAT64, local use
+	netip.MustParsePrefix("2001::/32"),       // Teredo
+	netip.MustParsePrefix("2002::/16"),       // 6to4
+	netip.MustParsePrefix("fec0::/10"),       // site-local, deprecated
+}
+
+// embedsIPv4 returns the range of embeddedV4 that holds a, if any. An
+// IPv4 address is not in one.
+func embedsIPv4(a netip.Addr) (netip.Prefix, bool) {
+	if !a.Is6() {
+		return netip.Prefix{}, false
+	}
+	for _, p := range embeddedV4 {
+		if p.Contains(a) {
+			return p, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
 // normalizeHost puts a requested host in the form egressRule.host has.
+// An IPv4-mapped address stays one: it matches no listed IPv4 address,
+// and the guard refuses it.
 func normalizeHost(host string) string {
 	if a, err := netip.ParseAddr(host); err == nil {
-		return a.Unmap().String()
+		return a.String()
 	}
 	return strings.ToLower(strings.TrimSuffix(host, "."))
 }
@@ -142,10 +208,6 @@ func egressAllowed(rules []egressRule, host string, port int) bool {
 // what keeps an allowed name whose DNS answer points at 127.0.0.1 or the
 // cloud metadata service (DNS rebinding) from reaching them.
 type addrGuard []netip.Prefix
-
-// nat64 is the well-known NAT64 prefix: an address in it stands for the
-// IPv4 address in its last 32 bits, which a NAT64 gateway would reach.
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 
 // newAddrGuard returns blockedNets plus the host's own addresses and
 // subnets. Loopback, unspecified, link-local, private and multicast
@@ -167,12 +229,11 @@ func newAddrGuard() (addrGuard, error) {
 	return g, nil
 }
 
-// refuses reports whether a is on the host's side of the network.
+// refuses reports whether a is on the host's side of the network, or an
+// IPv6 form that carries an IPv4 address (see embeddedV4).
 func (g addrGuard) refuses(a netip.Addr) bool {
-	a = a.Unmap()
-	if nat64.Contains(a) {
-		b := a.As16()
-		a = netip.AddrFrom4([4]byte(b[12:]))
+	if _, ok := embedsIPv4(a); ok {
+		return true
 	}
 	if !a.IsValid() || a.IsUnspecified() || a.IsLoopback() || a.IsPrivate() || a.IsMulticast() ||
 		a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() {

@@ -323,6 +323,12 @@ func (p *egressProxy) dialChecked(ctx context.Context, network, address string) 
 		addrs = []netip.Addr{a}
 	} else if addrs, err = p.resolve(ctx, host); err != nil {
 		return nil, fmt.Errorf("resolving %s: %w", host, err)
+	} else {
+		// Go's resolver hands A records back in the IPv4-mapped form;
+		// an address written that way by the command is refused above.
+		for i, a := range addrs {
+			addrs[i] = a.Unmap()
+		}
 	}
 	var public, refused []string
 	for _, a := range addrs {
@@ -334,7 +340,7 @@ func (p *egressProxy) dialChecked(ctx context.Context, network, address string) 
 	}
 	if len(public) == 0 {
 		return nil, &egressRefusal{host: host, port: port,
-			reason: "resolves only to addresses on the host's side (loopback, private, link-local, CGNAT, multicast or unspecified): " + strings.Join(refused, ", ")}
+			reason: "resolves only to addresses on the host's side (loopback, private, link-local, CGNAT, multicast, unspecified, or IPv6 carrying IPv4): " + strings.Join(refused, ", ")}
 	}
 	ctx, cancel := context.WithTimeout(ctx, egressDialTimeout)
 	defer cancel()

@@ -47,6 +47,27 @@ func TestParseEgress(t *testing.T) {
 	}
 }
 
+// TestParseEgressRefusesAddressesInDisguise: names that resolvers read as
+// IPv4 addresses, and IPv6 forms that carry one, are refused in the list.
+func TestParseEgressRefusesAddressesInDisguise(t *testing.T) {
+	for _, e := range []string{
+		"2130706433", "127.1", "0x7f.1", "0x7f000001", "0177.0.0.1.", "017700000001", "10.1:443", "a.b.0x1",
+	} {
+		_, err := parseEgress([]string{e})
+		require.ErrorContains(t, err, "a number, not a host name", e)
+	}
+	for _, e := range []string{
+		"::127.0.0.1", "::8.8.8.8", "[::ffff:8.8.8.8]:443", "2002:7f00:1::1", "64:ff9b::808:808",
+		"64:ff9b:1::a00:1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "fec0::1",
+	} {
+		_, err := parseEgress([]string{e})
+		require.ErrorContains(t, err, "carries an IPv4 one or a deprecated range", e)
+	}
+	// Names with digits, and plain addresses, stay fine.
+	_, err := parseEgress([]string{"1password.com", "s3.eu-west-1.amazonaws.com", "8.8.8.8", "2606:4700::1111", "0x.example"})
+	require.NoError(t, err)
+}
+
 func TestEgressAllowed(t *testing.T) {
 	rules, err := parseEgress([]string{"proxy.golang.org", "*.example.com", "registry.test:8443", "203.0.113.7"})
 	require.NoError(t, err)
@@ -69,7 +90,8 @@ func TestEgressAllowed(t *testing.T) {
 		{"registry.test:8443", true},
 		{"registry.test:443", false},
 		{"203.0.113.7:443", true},
-		{"[::ffff:203.0.113.7]:443", true},
+		{"[::ffff:203.0.113.7]:443", false}, // the mapped form is not the listed address
+		{"[::cb00:7107]:443", false},        // nor the IPv4-compatible one
 		{"203.0.113.8:443", false},
 	} {
 		host, port, err := splitTarget(tc.target, 0)
@@ -89,10 +111,14 @@ func TestAddrGuard(t *testing.T) {
 		"::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254",
 		"64:ff9b::a00:1", "64:ff9b::7f00:1", // NAT64 of 10.0.0.1 and 127.0.0.1
 		"192.0.0.8", "198.18.0.1",
+		// Every IPv6 form that carries an IPv4 address, public or not, and
+		// the deprecated site-local range.
+		"::7f00:1", "::808:808", "::ffff:8.8.8.8", "::ffff:0:808:808", "64:ff9b::808:808", "64:ff9b:1::808:808",
+		"2002:7f00:1::1", "2002:808:808::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "fec0::1", "feff::1",
 	} {
 		require.True(t, g.refuses(netip.MustParseAddr(a)), a)
 	}
-	for _, a := range []string{"8.8.8.8", "151.101.1.1", "203.0.113.7", "2606:4700::1111", "64:ff9b::808:808", "100.128.0.1", "172.32.0.1"} {
+	for _, a := range []string{"8.8.8.8", "151.101.1.1", "203.0.113.7", "2606:4700::1111", "2001:4860::8888", "100.128.0.1", "172.32.0.1"} {
 		require.False(t, g.refuses(netip.MustParseAddr(a)), a)
 	}
 	// The host's own addresses, whatever their range.
@@ -266,7 +292,7 @@ func TestEgressProxyRefusesHostSideAddresses(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "REACHED") }))
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	targets := []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port, "[::ffff:127.0.0.1]:" + port, "0.0.0.0:" + port,
+	targets := []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port, "0.0.0.0:" + port,
 		"10.1.2.3:80", "172.16.0.1:80", "192.168.1.1:80", "169.254.169.254:80", "100.64.0.1:80", "224.0.0.1:80", "[fe80::1]:80", "[fd00::1]:80"}
 	var dialed []string
 	var mu sync.Mutex
@@ -295,6 +321,33 @@ func TestEgressProxyRefusesHostSideAddresses(t *testing.T) {
 		})
 	}
 	require.Empty(t, dialed)
+
+	t.Run("IPv6CarryingIPv4", func(t *testing.T) {
+		// A listed name whose AAAA records carry an IPv4 address (NAT64,
+		// 6to4, Teredo, IPv4-compatible, mapped) or sit in the deprecated
+		// site-local range: none is dialled, even for a public IPv4.
+		embedded := []string{"64:ff9b::7f00:1", "64:ff9b::808:808", "64:ff9b:1::a00:1", "2002:7f00:1::1",
+			"2001:0:4136:e378:8000:63bf:3fff:fdd2", "::7f00:1", "::ffff:0:7f00:1", "fec0::1"}
+		for _, a := range embedded {
+			resolve := func(context.Context, string) ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr(a)}, nil }
+			p := testProxy(t, []string{"six.test:" + port}, resolve, recordDial)
+			resp, err := proxyClient(p).Get("http://six.test:" + port + "/")
+			require.NoError(t, err, a)
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			require.Equal(t, http.StatusForbidden, resp.StatusCode, a)
+			require.Contains(t, string(body), "IPv6 carrying IPv4", a)
+		}
+		// Asked for by address, unlisted: refused before any guard.
+		p := testProxy(t, []string{"six.test"}, nil, recordDial)
+		for _, target := range []string{"[::ffff:127.0.0.1]:80", "[::7f00:1]:80", "[64:ff9b::7f00:1]:80", "[2002:7f00:1::1]:80"} {
+			resp, err := proxyClient(p).Get("http://" + target + "/")
+			require.NoError(t, err, target)
+			_ = resp.Body.Close()
+			require.Equal(t, http.StatusForbidden, resp.StatusCode, target)
+		}
+		require.Empty(t, dialed)
+	})
 
 	t.Run("Control", func(t *testing.T) {
 		// The same server is reached when the name resolves to a public

@@ -45,16 +45,17 @@ const (
 )
 
 // limitNotes explains, after a command's output, which limit it most likely
-// ran into, so that the model does not retry blindly. The cgroup's events
-// are certain; the rest is read from the exit status and the output.
-func limitNotes(cfg Config, exitCode int, output string, cg cgroupEvents) string {
+// ran into, so that the model does not retry blindly, and whose limit it
+// was. The cgroup's events are certain; the rest is read from the exit
+// status and the output.
+func limitNotes(cfg Config, id identity, exitCode int, output string, cg cgroupEvents) string {
 	var notes []string
 	if cg.oomKills > 0 {
-		notes = append(notes, fmt.Sprintf("[stopped: the sandbox reached its memory limit of %s (cgroup memory.max) and the kernel killed %d process(es)]",
+		notes = append(notes, fmt.Sprintf("[stopped: this command's sandbox reached its memory limit of %s (cgroup memory.max) and the kernel killed %d process(es)]",
 			formatBytes(cfg.MemoryBytes), cg.oomKills))
 	}
 	if cg.pidsMax > 0 {
-		notes = append(notes, fmt.Sprintf("[limit: the sandbox allows %d processes and threads at once (cgroup pids.max); %d fork(s) failed]",
+		notes = append(notes, fmt.Sprintf("[limit: this command's sandbox allows %d processes and threads at once (cgroup pids.max); %d fork(s) failed]",
 			cfg.MaxProcesses, cg.pidsMax))
 	}
 	if exitCode == exitSIGXCPU || strings.Contains(output, "CPU time limit exceeded") {
@@ -70,8 +71,14 @@ func limitNotes(cfg Config, exitCode int, output string, cg cgroupEvents) string
 		notes = append(notes, fmt.Sprintf("[stopped: a file reached the size limit of %s, the workspace's disk quota (SIGXFSZ/EFBIG)]", formatBytes(cfg.MaxBytes)))
 	}
 	if !cfg.cgroup.has("pids") && (strings.Contains(output, "Cannot fork") || strings.Contains(output, "fork: Resource temporarily unavailable") ||
-		strings.Contains(output, "fork failed: resource temporarily unavailable")) {
-		notes = append(notes, fmt.Sprintf("[limit: the sandbox allows %d processes and threads at once; a fork failed]", cfg.MaxProcesses))
+		strings.Contains(output, "fork failed: resource temporarily unavailable") || strings.Contains(output, "fork: retry")) {
+		if id.host {
+			notes = append(notes, fmt.Sprintf("[limit: ticket %d's sandbox user (uid %d) may have %d processes and threads at once, and only this Ticket's commands count against it; a fork failed]",
+				id.ticket, id.uid, cfg.MaxProcesses))
+		} else {
+			notes = append(notes, fmt.Sprintf("[limit: the sandbox allows %d processes and threads at once, counted for the service's own user on the host (other Tickets' commands included); a fork failed]",
+				cfg.MaxProcesses))
+		}
 	}
 	if !cfg.cgroup.has("memory") && (strings.Contains(output, "Cannot allocate memory") || strings.Contains(output, "memory exhausted") ||
 		strings.Contains(output, "out of memory") || strings.Contains(output, "MemoryError")) {
@@ -91,25 +98,88 @@ const (
 	quotaMaxInterval = 2 * time.Second
 )
 
-// watchQuota measures the workspace at dir while a command runs and calls
-// kill once it holds more than limit bytes. A workspace already over the
-// limit may run commands that do not grow it (deleting files must work),
-// so the bar is then what it held at the start. The returned stop ends the
-// watch and returns the size that triggered the kill, or 0.
-func watchQuota(dir string, limit int64, kill func()) (stop func() int64) {
-	if used, err := diskUsage(dir); err == nil && used > limit {
-		limit = used
+// usage is what a set of directories holds: bytes (see diskUsage) and
+// entries (files, directories, links: the inodes they take).
+type usage struct {
+	bytes, files int64
+}
+
+// quotaWatch is what a command is stopped for outgrowing: the directories
+// it may write on the host, and what they may hold together.
+type quotaWatch struct {
+	dirs     []string
+	maxBytes int64
+	maxFiles int64
+}
+
+// measure returns what the watched directories hold together.
+func (q *quotaWatch) measure() (usage, error) {
+	var total usage
+	for _, d := range q.dirs {
+		u, err := diskUsage(d)
+		if err != nil {
+			return total, err
+		}
+		total.bytes += u.bytes
+		total.files += u.files
 	}
+	return total, nil
+}
+
+// exceeds reports whether u passes the bars.
+func (u usage) exceeds(maxBytes, maxFiles int64) bool {
+	return u.bytes > maxBytes || u.files > maxFiles
+}
+
+// overNote says which of q's limits u passed, for a command's result.
+func (q *quotaWatch) overNote(u usage) string {
+	var what []string
+	if u.bytes > q.maxBytes {
+		what = append(what, fmt.Sprintf("its disk quota of %s (it held %s)", formatBytes(q.maxBytes), formatBytes(u.bytes)))
+	}
+	if u.files > q.maxFiles {
+		what = append(what, fmt.Sprintf("its limit of %d files and directories (it held %d)", q.maxFiles, u.files))
+	}
+	return strings.Join(what, " and ")
+}
+
+// quotaSlack is what a sandbox makes on its own in the watched
+// directories (/tmp/home), allowed above the bar of a workspace that
+// starts over its quota.
+var quotaSlack = usage{bytes: 64 << 10, files: 16}
+
+// bars are what the watched directories may hold during a command: q's
+// limits, or what they hold before it starts (plus quotaSlack) when that
+// is more. A workspace already over a limit may run commands that do not
+// grow it: deleting files must work.
+func (q *quotaWatch) bars() (maxBytes, maxFiles int64) {
+	maxBytes, maxFiles = q.maxBytes, q.maxFiles
+	if used, err := q.measure(); err == nil {
+		if used.bytes > maxBytes {
+			maxBytes = used.bytes + quotaSlack.bytes
+		}
+		if used.files > maxFiles {
+			maxFiles = used.files + quotaSlack.files
+		}
+	}
+	return maxBytes, maxFiles
+}
+
+// watchQuota measures q's directories while a command runs and calls kill
+// once they pass maxBytes or maxFiles (from q.bars, taken before the
+// command started). The returned stop ends the watch and returns what
+// triggered the kill, or the zero usage.
+func watchQuota(q *quotaWatch, maxBytes, maxFiles int64, kill func()) (stop func() usage) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	var over int64
+	var over usage
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for {
 			start := time.Now()
-			used, err := diskUsage(dir)
-			if err == nil && used > limit {
+			used, err := q.measure()
+			if err == nil && used.exceeds(maxBytes, maxFiles) {
 				kill()
 				over = used
 				return
@@ -122,19 +192,21 @@ func watchQuota(dir string, limit int64, kill func()) (stop func() int64) {
 			}
 		}
 	}()
-	return func() int64 {
+	return func() usage {
 		close(done)
 		wg.Wait()
 		return over
 	}
 }
 
-// diskUsage returns the bytes allocated to everything under dir: st_blocks,
-// not the apparent size, so a sparse file counts what it holds; a file with
-// several hard links counts once. Entries that vanish while it walks are
-// skipped: a command may be deleting files.
-func diskUsage(dir string) (int64, error) {
-	var total int64
+// diskUsage returns what dir holds: its entries, and their bytes, each
+// regular file counted by the larger of its apparent size and its
+// allocated blocks, so a sparse file counts every byte that a reader
+// (host git, a checkpoint) would read; a file with several hard links
+// counts once. Entries that vanish while it walks are skipped: a command
+// may be deleting files. A missing dir holds nothing.
+func diskUsage(dir string) (usage, error) {
+	var total usage
 	seen := map[uint64]bool{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -151,7 +223,8 @@ func diskUsage(dir string) (int64, error) {
 		}
 		st, ok := fi.Sys().(*syscall.Stat_t)
 		if !ok {
-			total += fi.Size()
+			total.bytes += fi.Size()
+			total.files++
 			return nil
 		}
 		if st.Nlink > 1 && !d.IsDir() {
@@ -160,11 +233,16 @@ func diskUsage(dir string) (int64, error) {
 			}
 			seen[st.Ino] = true
 		}
-		total += st.Blocks * 512
+		total.files++
+		n := st.Blocks * 512
+		if fi.Mode().IsRegular() {
+			n = max(n, st.Size)
+		}
+		total.bytes += n
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("measuring workspace: %w", err)
+		return usage{}, fmt.Errorf("measuring workspace: %w", err)
 	}
 	return total, nil
 }

@@ -42,16 +42,19 @@ func TestSandboxHostSecrets(t *testing.T) {
 	})
 
 	t.Run("HostUIDIsNotRoot", func(t *testing.T) {
-		res := run(t, w, "id -u; touch made-by-sandbox")
+		// The Ticket's own uid, far from root's and from every other
+		// Ticket's; the sandbox's /etc/passwd names it.
+		uid := strconv.Itoa(ticketUIDBase + int(w.TicketID()))
+		res := run(t, w, "id -u; whoami; touch made-by-sandbox")
 		require.Equal(t, 0, res.ExitCode, res.Output)
-		require.Equal(t, "65534\n", res.Output)
+		require.Equal(t, uid+"\nsandbox\n", res.Output)
 		fi, err := os.Stat(filepath.Join(w.Dir(), "made-by-sandbox"))
 		require.NoError(t, err)
-		require.Equal(t, uint32(sandboxUID), fi.Sys().(*syscall.Stat_t).Uid)
+		require.Equal(t, uid, strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)))
 
 		// And the process itself, seen from the host.
 		uidLine, done := procLine(t, w, "sleep 1004", 10*time.Second, "sleep\x001004", "status", "Uid:")
-		require.Equal(t, []string{"Uid:", "65534", "65534", "65534", "65534"}, strings.Fields(uidLine))
+		require.Equal(t, []string{"Uid:", uid, uid, uid, uid}, strings.Fields(uidLine))
 		<-done
 	})
 
@@ -89,7 +92,11 @@ func TestSandboxLimits(t *testing.T) {
 		// dash gives up at the first fork that fails.
 		require.NotContains(t, res.Output, "ALL-STARTED")
 		require.Contains(t, res.Output, "Cannot fork")
-		require.Contains(t, res.Output, "the sandbox allows 60 processes")
+		if os.Geteuid() == 0 {
+			require.Contains(t, res.Output, "ticket 1's sandbox user (uid 2000000001) may have 60 processes")
+		} else {
+			require.Contains(t, res.Output, "the sandbox allows 60 processes")
+		}
 		require.Less(t, time.Since(start), 5*time.Second)
 	})
 
@@ -127,25 +134,56 @@ func TestSandboxLimits(t *testing.T) {
 		// The file stops at the size limit, and the command goes on long
 		// enough for the quota watcher to stop it too: both are said.
 		t.Cleanup(func() { run(t, w, "rm -f big.bin") })
-		res := run(t, w, "dd if=/dev/zero of=big.bin bs=1M count=60; sleep 5; echo AFTER")
+		// SIGXFSZ ignored, so dd sees EFBIG and says so before the watcher
+		// kills the shell (dash names a signal only at its next prompt).
+		res := run(t, w, "trap '' XFSZ; dd if=/dev/zero of=big.bin bs=1M count=60; sleep 5; echo AFTER")
 		require.True(t, res.OverQuota, res.Output)
 		require.NotContains(t, res.Output, "AFTER")
 		require.Contains(t, res.Output, "a file reached the size limit of 10 MiB")
 		require.Contains(t, res.Output, "stopped: the workspace passed its disk quota of 10 MiB")
 	})
 
-	t.Run("SparseFilesCountWhatTheyHold", func(t *testing.T) {
-		// 50 files of 9 MiB apparent size each: 450 MiB by apparent size,
-		// next to nothing on disk.
-		res := run(t, w, "for i in $(seq 50); do truncate -s 9M sparse$i; done; sleep 0.5; echo DONE")
-		require.Equal(t, 0, res.ExitCode, res.Output)
-		require.Contains(t, res.Output, "DONE")
-		require.NotContains(t, res.Output, "quota")
-		// A sparse file past the quota is refused outright: host git would
-		// read every byte of it.
+	t.Run("SparseFilesCountEveryByte", func(t *testing.T) {
+		// 50 files of 9 MiB apparent size each: next to nothing on disk,
+		// 450 MiB for whatever reads them (host git, a checkpoint): they
+		// count as 450 MiB, and the command is stopped.
+		t.Cleanup(func() { run(t, w, "rm -f sparse* huge") })
+		res := run(t, w, "for i in $(seq 50); do truncate -s 9M sparse$i; done; sleep 5; echo DONE")
+		require.True(t, res.OverQuota, res.Output)
+		require.NotContains(t, res.Output, "DONE")
+		require.Contains(t, res.Output, "stopped: the workspace passed its disk quota of 10 MiB")
+		run(t, w, "rm -f sparse*")
+		// A sparse file past the quota is refused outright.
 		res = run(t, w, "truncate -s 100G huge")
 		require.NotEqual(t, 0, res.ExitCode, res.Output)
-		run(t, w, "rm -f sparse* huge")
+	})
+
+	t.Run("FilesCountAsWellAsBytes", func(t *testing.T) {
+		// Empty files take no blocks, but each one an inode: the file
+		// limit stops the command that makes too many.
+		_, w := sandboxed(t, Config{MaxFiles: 2000})
+		res := run(t, w, "mkdir many && cd many && i=0; while [ $i -lt 5000 ]; do : > f$i; i=$((i+1)); done; sleep 5; echo DONE")
+		require.True(t, res.OverQuota, res.Output)
+		require.NotContains(t, res.Output, "DONE")
+		require.Contains(t, res.Output, "stopped: the workspace passed its limit of 2000 files and directories")
+		_, err := w.Commit(context.Background(), "many", nil, Author{Name: "A", Email: "a@example.com"})
+		require.ErrorContains(t, err, "over its limit of 2000 files")
+		res = run(t, w, "rm -rf many")
+		require.Equal(t, 0, res.ExitCode, res.Output)
+		require.NotContains(t, res.Output, "limit")
+	})
+
+	t.Run("TmpIsOnTheTicketsDisk", func(t *testing.T) {
+		// /tmp counts against the workspace's quota (it is no longer RAM
+		// that a memory limit does not see), and is empty for each command.
+		res := run(t, w, "for i in $(seq 30); do head -c 1048576 /dev/zero > /tmp/f$i; done; sleep 5; echo SURVIVED")
+		require.True(t, res.OverQuota, res.Output)
+		require.NotContains(t, res.Output, "SURVIVED")
+		res = run(t, w, "ls -A /tmp; echo x > /tmp/left")
+		require.Equal(t, 0, res.ExitCode, res.Output)
+		require.Equal(t, "home\n", res.Output)
+		res = run(t, w, "ls -A /tmp")
+		require.Equal(t, "home\n", res.Output)
 	})
 
 	t.Run("CPUSpinStopsAtCPULimit", func(t *testing.T) {
@@ -174,6 +212,50 @@ func TestSandboxLimits(t *testing.T) {
 		require.Contains(t, res.Output, "memory exhausted")
 		require.Contains(t, res.Output, "256 MiB of memory")
 	})
+}
+
+// TestSandboxProcessLimitIsPerTicket: one Ticket's processes do not use
+// up another's process limit. Each Ticket's commands run as a uid of
+// their own, and RLIMIT_NPROC counts per uid.
+func TestSandboxProcessLimitIsPerTicket(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a uid per Ticket needs the service to run as root; without it the limit is the service user's")
+	}
+	e, w := sandboxed(t, Config{MaxProcesses: 60})
+	other, err := e.manager(t, Config{Sandbox: SandboxBwrap, MaxProcesses: 60}).Open(2)
+	require.NoError(t, err)
+	ctx := context.Background()
+	// Ticket 2 holds 45 processes for a while...
+	held := make(chan Result, 1)
+	go func() {
+		res, _ := other.Run(ctx, "for i in $(seq 45); do sleep 8 & done; echo HOLDING; wait", "", time.Minute)
+		held <- res
+	}()
+	require.Eventually(t, func() bool {
+		return countUIDProcs(identityOf(2).uid) >= 45
+	}, 10*time.Second, 20*time.Millisecond)
+	// ...while ticket 1 starts 40 of its own: together they are past 60.
+	res := run(t, w, "for i in $(seq 40); do sleep 1 & done; wait; echo ALL-STARTED")
+	require.Equal(t, 0, res.ExitCode, res.Output)
+	require.Contains(t, res.Output, "ALL-STARTED")
+	require.NotContains(t, res.Output, "fork")
+	require.Equal(t, 0, (<-held).ExitCode)
+}
+
+// countUIDProcs counts the host's processes whose real uid is uid.
+func countUIDProcs(uid int) int {
+	n := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(filepath.Join("/proc", e.Name()), &st) == nil && int(st.Uid) == uid {
+			n++
+		}
+	}
+	return n
 }
 
 func TestFormatBytes(t *testing.T) {

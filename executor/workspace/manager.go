@@ -94,7 +94,7 @@ func (m *Manager) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	st, err := m.runSandboxed(ctx, tools, 0, dir, sandboxWorkspace, "true", &out, extras{}, nil)
+	st, err := m.runSandboxed(ctx, tools, dir, sandboxWorkspace, "true", &out, extras{id: identityOf(0)}, nil)
 	if err == nil && st.exitCode != 0 {
 		err = fmt.Errorf("exit status %d", st.exitCode)
 	}
@@ -229,6 +229,9 @@ func (m *Manager) clone(ctx context.Context, ticketID int64, remote Remote) erro
 	if err != nil {
 		return fmt.Errorf("cloning: %w", err)
 	}
+	if err := m.git.stampCheckout(ctx, tmp, tmp, "HEAD", nil); err != nil {
+		return fmt.Errorf("cloning: %w", err)
+	}
 	if err := os.Rename(tmp, m.dir(ticketID)); err != nil {
 		return fmt.Errorf("moving clone into place: %w", err)
 	}
@@ -271,8 +274,10 @@ func (m *Manager) Open(ticketID int64) (*Workspace, error) {
 func (m *Manager) Remove(ticketID int64) error {
 	unlock := m.lock(ticketID)
 	defer unlock()
-	if err := removeAll(m.dir(ticketID)); err != nil {
-		return fmt.Errorf("removing workspace of ticket %d: %w", ticketID, err)
+	for _, d := range []string{m.dir(ticketID), m.scratchDir(ticketID)} {
+		if err := removeAll(d); err != nil {
+			return fmt.Errorf("removing workspace of ticket %d: %w", ticketID, err)
+		}
 	}
 	return nil
 }

@@ -18,11 +18,57 @@ import (
 // sandboxWorkspace is where the workspace appears inside the sandbox.
 const sandboxWorkspace = "/workspace"
 
-// sandboxUID is the uid and gid commands run as inside the sandbox. When the
-// service runs as root it is also their uid on the host, so that root-owned
-// files stay closed to them and RLIMIT_NPROC applies (the kernel never
-// enforces it for host root).
+// sandboxUID is the uid and gid commands run as inside the sandbox's user
+// namespace, mapped to the service's own uid, when the service is not
+// root.
 const sandboxUID = 65534
+
+// When the service runs as root, each Ticket's commands run as a uid (and
+// gid) of their own on the host: ticketUIDBase plus the Ticket's id modulo
+// ticketUIDCount. Root-owned files stay closed to them, RLIMIT_NPROC applies
+// (the kernel never enforces it for host root) and counts only that
+// Ticket's processes, and one Ticket cannot signal or trace another's.
+// The range lies far above the ids distributions hand out (and below
+// 2^31, which some tools read as signed).
+const (
+	ticketUIDBase  = 2_000_000_000
+	ticketUIDCount = 1 << 24
+)
+
+// identity is whom a command runs as.
+type identity struct {
+	ticket int64
+	uid    int
+	// host: uid is the command's uid on the host (the service is root),
+	// not one inside a user namespace mapped to the service's.
+	host bool
+}
+
+// identityOf returns the identity of ticket's commands.
+func identityOf(ticket int64) identity {
+	if os.Geteuid() != 0 {
+		return identity{ticket: ticket, uid: sandboxUID}
+	}
+	return identity{ticket: ticket, uid: ticketUIDBase + int(ticket%ticketUIDCount), host: true}
+}
+
+// passwd and group are the sandbox's /etc/passwd and /etc/group: root,
+// the command's own user (so git, whoami and getpwuid work) and nobody.
+func (id identity) passwd() []byte {
+	lines := "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+	if id.uid != sandboxUID {
+		lines += fmt.Sprintf("sandbox:x:%d:%d:sandbox:/tmp/home:/bin/sh\n", id.uid, id.uid)
+	}
+	return []byte(lines + "nobody:x:65534:65534:nobody:/tmp/home:/bin/sh\n")
+}
+
+func (id identity) group() []byte {
+	lines := "root:x:0:\n"
+	if id.uid != sandboxUID {
+		lines += fmt.Sprintf("sandbox:x:%d:\n", id.uid)
+	}
+	return []byte(lines + "nogroup:x:65534:\n")
+}
 
 // systemDirs are bound read-only, or recreated as symlinks where the host has
 // symlinks (merged /usr).
@@ -32,7 +78,7 @@ var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 // /etc stays out: it can hold service configuration. Of /etc/ssl only the
 // public certificates go in; /etc/ssl/private holds the host's keys.
 var etcFiles = []string{
-	"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/nsswitch.conf",
+	"/etc/hosts", "/etc/nsswitch.conf",
 	"/etc/host.conf", "/etc/gai.conf", "/etc/services", "/etc/protocols",
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
 	"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/alternatives", "/etc/mime.types",
@@ -47,13 +93,16 @@ const sandboxResolvConf = "nameserver 10.0.2.3\n"
 type launch struct {
 	args []string
 	// privileged is set when the service runs as root: bwrap then makes no
-	// user namespace, and setpriv drops the command to sandboxUID on the
-	// host.
+	// user namespace, and setpriv drops the command to its Ticket's uid on
+	// the host.
 	privileged bool
-	files      []*os.File // bwrap's ends, closed once it has started
-	ours       []*os.File // our ends of its pipes
-	info       *os.File   // bwrap's --info-fd, read for the child pid (network only)
-	block      *os.File   // bwrap's --block-fd, written once the network is up
+	// overlay is the mount a private mount namespace makes before bwrap
+	// starts (privileged only): the build caches' layers.
+	overlay *overlayMount
+	files   []*os.File // bwrap's ends, closed once it has started
+	ours    []*os.File // our ends of its pipes
+	info    *os.File   // bwrap's --info-fd, read for the child pid (network only)
+	block   *os.File   // bwrap's --block-fd, written once the network is up
 }
 
 // pass hands f to bwrap and returns the fd number it will have there.
@@ -105,7 +154,7 @@ func (l *launch) close() {
 // /bin/sh -c in a sandbox around the workspace at dir, starting in chdir.
 // With an egress list, proxySock is the egress proxy's socket on the host.
 func newLaunch(cfg Config, dir, chdir, command, proxySock string, x extras) (l *launch, err error) {
-	l = &launch{privileged: os.Geteuid() == 0}
+	l = &launch{privileged: x.id.host}
 	defer func() {
 		if err != nil {
 			l.close()
@@ -165,6 +214,16 @@ func newLaunch(cfg Config, dir, chdir, command, proxySock string, x extras) (l *
 	for _, f := range etcFiles {
 		l.args = append(l.args, "--ro-bind-try", f, f)
 	}
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{{"/etc/passwd", x.id.passwd()}, {"/etc/group", x.id.group()}} {
+		fd, err := l.data(f.data)
+		if err != nil {
+			return nil, err
+		}
+		l.args = append(l.args, "--perms", "0644", "--ro-bind-data", fd, f.path)
+	}
 	if cfg.slirp() {
 		fd, err := l.data([]byte(sandboxResolvConf))
 		if err != nil {
@@ -174,13 +233,15 @@ func newLaunch(cfg Config, dir, chdir, command, proxySock string, x extras) (l *
 	} else {
 		l.args = append(l.args, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf")
 	}
-	l.args = append(l.args,
-		"--proc", "/proc",
-		"--dev", "/dev",
-		// RAM-backed, so it gets the workspace's limit too.
-		"--perms", "1777", "--size", strconv.FormatInt(cfg.MaxBytes, 10), "--tmpfs", "/tmp",
-		"--perms", "0777", "--dir", "/tmp/home",
-	)
+	l.args = append(l.args, "--proc", "/proc", "--dev", "/dev")
+	if x.tmp != "" {
+		// On the Ticket's disk, counted by its quota.
+		l.args = append(l.args, "--bind", x.tmp, "/tmp")
+	} else {
+		// The start-up check's: RAM-backed and small.
+		l.args = append(l.args, "--perms", "1777", "--size", strconv.Itoa(16<<20), "--tmpfs", "/tmp")
+	}
+	l.args = append(l.args, "--perms", "0777", "--dir", "/tmp/home")
 	// After /tmp, so that paths under it are not hidden by the tmpfs.
 	l.args = append(l.args, parentDirs(cfg.ExtraReadOnly)...)
 	for _, p := range cfg.ExtraReadOnly {
@@ -193,7 +254,22 @@ func newLaunch(cfg Config, dir, chdir, command, proxySock string, x extras) (l *
 		}
 		l.args = append(l.args, bind, x.cache, sandboxCache)
 	}
-	env := commandEnv(cfg, x, sandboxCache)
+	for _, b := range x.mounts {
+		bind := "--ro-bind"
+		if b.rw {
+			bind = "--bind"
+		}
+		l.args = append(l.args, bind, b.src, b.dst)
+	}
+	if x.build.upper != "" {
+		src := x.build.upper
+		if x.build.lower != "" && l.privileged {
+			l.overlay = &overlayMount{lower: x.build.lower, upper: x.build.upper, work: x.build.work, target: x.build.merged}
+			src = x.build.merged
+		}
+		l.args = append(l.args, "--bind", src, sandboxBuild)
+	}
+	env := commandEnv(cfg, x, sandboxCache, sandboxBuild)
 	if proxySock != "" {
 		l.args = append(l.args, parentDirs([]string{sandboxRelay})...)
 		l.args = append(l.args, "--ro-bind", cfg.RelayPath, sandboxRelay, "--ro-bind", proxySock, sandboxProxySck)
@@ -203,14 +279,13 @@ func newLaunch(cfg Config, dir, chdir, command, proxySock string, x extras) (l *
 	if x.workspaceRO {
 		bindWorkspace = "--ro-bind"
 	}
-	l.args = append(l.args,
-		bindWorkspace, dir, sandboxWorkspace,
+	l.args = append(l.args, bindWorkspace, dir, sandboxWorkspace)
+	if !x.noGit {
 		// Mounted over the writable workspace: sandboxed code may read
 		// history but not plant hooks or config that the host's git obeys.
-		"--ro-bind", filepath.Join(dir, ".git"), sandboxWorkspace+"/.git",
-		"--remount-ro", "/",
-		"--chdir", chdir,
-	)
+		l.args = append(l.args, "--ro-bind", filepath.Join(dir, ".git"), sandboxWorkspace+"/.git")
+	}
+	l.args = append(l.args, "--remount-ro", "/", "--chdir", chdir)
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		l.args = append(l.args, "--setenv", k, v)
@@ -218,7 +293,7 @@ func newLaunch(cfg Config, dir, chdir, command, proxySock string, x extras) (l *
 	// setpriv, then the relay (a Go program, which needs more address
 	// space than a small memory limit leaves it), then the limits.
 	if l.privileged {
-		id := strconv.Itoa(sandboxUID)
+		id := strconv.Itoa(x.id.uid)
 		l.args = append(l.args, "/usr/bin/setpriv", "--reuid="+id, "--regid="+id, "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--")
 	}
@@ -293,7 +368,8 @@ type Result struct {
 	// TimedOut reports that the command was killed at its timeout.
 	TimedOut bool
 	// OverQuota reports that the command was killed because the workspace
-	// passed its disk quota (Config.MaxBytes).
+	// passed its disk quota (Config.MaxBytes) or its file limit
+	// (Config.MaxFiles).
 	OverQuota bool
 	// Truncated reports that Output was cut.
 	Truncated bool
@@ -321,6 +397,14 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 	case timeout > w.m.cfg.MaxTimeout:
 		timeout = w.m.cfg.MaxTimeout
 	}
+	x := w.extras
+	x.id = identityOf(w.id)
+	if x.tmp, x.build, err = w.prepareScratch(ctx, w.buildLower); err != nil {
+		return Result{}, fmt.Errorf("running command: %w", err)
+	}
+	// What the command left in /tmp goes with it.
+	defer func() { _ = emptyDir(x.tmp) }()
+	quota := w.quota()
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -330,15 +414,15 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 	case SandboxNone:
 		cmd := exec.CommandContext(runCtx, "/bin/sh", "-c", command)
 		cmd.Dir = filepath.Join(w.dir, filepath.FromSlash(rel))
-		cmd.Env = commandEnv(w.m.cfg, w.extras, w.extras.cache)
+		cmd.Env = commandEnv(w.m.cfg, x, x.cache, x.build.upper)
 		st, err = runGroup(cmd, out, nil, nil)
 	default:
 		if w.tools.bwrap == "" {
 			return Result{}, errors.New("running command: sandbox not checked; create the workspace through NewManager")
 		}
-		st, err = w.m.runSandboxed(runCtx, w.tools, w.id, w.dir, path2sandbox(rel), command, out, w.extras, &quotaWatch{dir: w.dir, limit: w.m.cfg.MaxBytes})
+		st, err = w.m.runSandboxed(runCtx, w.tools, w.dir, path2sandbox(rel), command, out, x, quota)
 	}
-	res := Result{Duration: st.duration, ExitCode: st.exitCode, OverQuota: st.overQuota > 0}
+	res := Result{Duration: st.duration, ExitCode: st.exitCode, OverQuota: st.over != usage{}}
 	res.Output, res.Truncated = out.result()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -349,14 +433,14 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 	switch {
 	case ctx.Err() != nil:
 		return res, fmt.Errorf("running command: %w", ctx.Err())
-	case st.overQuota > 0:
+	case res.OverQuota:
 		// What else the command ran into still explains it: a single file
 		// stopped at the size limit is usually what carried the workspace
 		// past its quota.
-		res.Output += limitNotes(w.m.cfg, res.ExitCode, res.Output, st.cgroup)
+		res.Output += limitNotes(w.m.cfg, x.id, res.ExitCode, res.Output, st.cgroup)
 		res.ExitCode = -1
-		res.Output += fmt.Sprintf("\n[stopped: the workspace passed its disk quota of %s (it held %s); delete files (build output, caches) before anything else — commits are refused until then]",
-			formatBytes(w.m.cfg.MaxBytes), formatBytes(st.overQuota))
+		res.Output += "\n[stopped: the workspace passed " + quota.overNote(st.over) +
+			" (its /tmp and build caches count too); delete files (build output, caches) before anything else — commits are refused until then]"
 		return res, nil
 	case runCtx.Err() != nil:
 		res.TimedOut = true
@@ -364,37 +448,43 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 		res.Output += fmt.Sprintf("\n[command timed out after %s and was killed]", timeout)
 	}
 	if w.m.cfg.Sandbox != SandboxNone {
-		res.Output += limitNotes(w.m.cfg, res.ExitCode, res.Output, st.cgroup)
+		res.Output += limitNotes(w.m.cfg, x.id, res.ExitCode, res.Output, st.cgroup)
 	}
 	for _, r := range st.refused {
 		res.Output += "\n[the sandbox's egress proxy refused " + r + "; only the hosts in " + egressSetting + " are reachable]"
 	}
-	if size, err := w.size(); err != nil {
+	if used, err := quota.measure(); err != nil {
 		return res, fmt.Errorf("running command: %w", err)
-	} else if size > w.m.cfg.MaxBytes {
-		res.Output += fmt.Sprintf("\n[error: the workspace now holds %s, over its disk quota of %s; delete files (build output, caches) before anything else — commits are refused until then]",
-			formatBytes(size), formatBytes(w.m.cfg.MaxBytes))
+	} else if used.exceeds(quota.maxBytes, quota.maxFiles) {
+		res.Output += "\n[error: the workspace is over " + quota.overNote(used) +
+			" (its build caches count too); delete files (build output, caches) before anything else — commits are refused until then]"
 	}
 	return res, nil
 }
 
+// quota is what the Ticket's commands may hold: the workspace and its
+// scratch directory (/tmp, build caches) together.
+func (w *Workspace) quota() *quotaWatch {
+	return &quotaWatch{dirs: []string{w.dir, w.m.scratchDir(w.id)}, maxBytes: w.m.cfg.MaxBytes, maxFiles: w.m.cfg.MaxFiles}
+}
+
 // runState is how a command ended.
 type runState struct {
-	exitCode  int
-	duration  time.Duration
-	overQuota int64    // bytes the workspace held when the quota watcher stopped the command; 0 if it did not
-	refused   []string // what the egress proxy refused, at most egressMaxRefusals
-	cgroup    cgroupEvents
+	exitCode int
+	duration time.Duration
+	over     usage    // what the watched directories held when the quota watcher stopped the command; zero if it did not
+	refused  []string // what the egress proxy refused, at most egressMaxRefusals
+	cgroup   cgroupEvents
 }
 
 // runSandboxed runs command under bubblewrap with the workspace at dir and
 // returns how it ended. A non-zero exit or a kill at ctx's deadline is not an
-// error. With quota, its directory is watched during the command and the
-// command killed once it passes the limit.
-func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, ticket int64, dir, chdir, command string, out io.Writer, x extras, quota *quotaWatch) (st runState, err error) {
+// error. With quota, its directories are watched during the command and the
+// command killed once they pass its limits.
+func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, dir, chdir, command string, out io.Writer, x extras, quota *quotaWatch) (st runState, err error) {
 	var proxySock string
 	if len(m.cfg.egress) > 0 {
-		proxy, err := m.startEgress(ticket)
+		proxy, err := m.startEgress(x.id.ticket)
 		if err != nil {
 			return runState{}, fmt.Errorf("starting the egress proxy: %w", err)
 		}
@@ -406,14 +496,14 @@ func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, ticket i
 		return runState{}, err
 	}
 	defer l.close()
-	if l.privileged {
-		if err := chownTree(dir, sandboxUID); err != nil {
+	if l.privileged && !x.workspaceRO {
+		if err := chownTree(dir, x.id.uid); err != nil {
 			return runState{}, err
 		}
 	}
 	var cg *sandboxCgroup
 	if m.cfg.cgroup != nil {
-		if cg, err = m.cfg.cgroup.create(m.cfg); err != nil {
+		if cg, err = m.cfg.cgroup.create(m.cfg, x.id.ticket); err != nil {
 			return runState{}, err
 		}
 		defer func() {
@@ -423,11 +513,21 @@ func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, ticket i
 			}
 		}()
 	}
-	cmd := exec.CommandContext(ctx, tools.bwrap, l.args...)
+	name, args := tools.bwrap, l.args
+	if l.overlay != nil {
+		if name, args, err = l.overlay.wrap(name, args); err != nil {
+			return runState{}, err
+		}
+	}
+	var maxBytes, maxFiles int64
+	if quota != nil {
+		maxBytes, maxFiles = quota.bars()
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Env = sandboxEnv(m.cfg)
 	cmd.ExtraFiles = l.files
-	return runGroup(cmd, out, cg, func(pgid int) (func() int64, error) {
+	return runGroup(cmd, out, cg, func(pgid int) (func() usage, error) {
 		l.started()
 		var stopNet func()
 		if m.cfg.slirp() {
@@ -437,11 +537,11 @@ func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, ticket i
 			}
 			stopNet = stop
 		}
-		stopWatch := func() int64 { return 0 }
+		stopWatch := func() usage { return usage{} }
 		if quota != nil {
-			stopWatch = watchQuota(quota.dir, quota.limit, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+			stopWatch = watchQuota(quota, maxBytes, maxFiles, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 		}
-		return func() int64 {
+		return func() usage {
 			over := stopWatch()
 			if stopNet != nil {
 				stopNet()
@@ -453,9 +553,9 @@ func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, ticket i
 
 // runGroup runs cmd in its own process group, killed whole when cmd's
 // context ends. started, if not nil, runs once cmd has started; it returns
-// a function called once cmd has ended, which returns the workspace size at
-// which the quota watcher killed the command, or 0.
-func runGroup(cmd *exec.Cmd, out io.Writer, cg *sandboxCgroup, started func(pgid int) (func() int64, error)) (runState, error) {
+// a function called once cmd has ended, which returns what the watched
+// directories held when the quota watcher killed the command, or zero.
+func runGroup(cmd *exec.Cmd, out io.Writer, cg *sandboxCgroup, started func(pgid int) (func() usage, error)) (runState, error) {
 	cmd.Stdout = out
 	cmd.Stderr = out
 	// Its own process group, killed whole at the timeout. Inside bwrap the
@@ -478,7 +578,7 @@ func runGroup(cmd *exec.Cmd, out io.Writer, cg *sandboxCgroup, started func(pgid
 	if err := cmd.Start(); err != nil {
 		return runState{}, err
 	}
-	stop := func() int64 { return 0 }
+	stop := func() usage { return usage{} }
 	if started != nil {
 		s, err := started(cmd.Process.Pid)
 		if err != nil {
@@ -489,7 +589,7 @@ func runGroup(cmd *exec.Cmd, out io.Writer, cg *sandboxCgroup, started func(pgid
 		stop = s
 	}
 	err := cmd.Wait()
-	st := runState{duration: time.Since(start), overQuota: stop()}
+	st := runState{duration: time.Since(start), over: stop()}
 	if cmd.ProcessState != nil {
 		st.exitCode = cmd.ProcessState.ExitCode()
 	}

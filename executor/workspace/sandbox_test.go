@@ -138,7 +138,9 @@ func TestSandboxConfinesCommands(t *testing.T) {
 	t.Run("IdentityIsUnprivileged", func(t *testing.T) {
 		res := run(t, w, "id -u; id -g; cat /proc/self/status | grep CapEff")
 		require.Equal(t, 0, res.ExitCode, res.Output)
-		require.Contains(t, res.Output, "65534\n65534\n")
+		id := strconv.Itoa(identityOf(w.TicketID()).uid)
+		require.Contains(t, res.Output, id+"\n"+id+"\n")
+		require.NotContains(t, res.Output, "\n0\n")
 		require.Contains(t, res.Output, "CapEff:\t0000000000000000")
 	})
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,45 +34,53 @@ const MaxSetupScript = 256 << 10
 const setupTail = 4 << 10
 
 // extras are what a command gets beyond the workspace: more environment
-// (the repository's secrets), the repository's setup cache, and, for
-// setup, a read-write cache over a read-only workspace.
+// (the repository's secrets), the repository's setup cache, its /tmp and
+// build caches on the Ticket's disk, and whom it runs as; for setup, a
+// read-write cache over a read-only clean checkout.
 type extras struct {
 	env         []string
 	cache       string // host directory bound at sandboxCache
 	cacheRW     bool
 	workspaceRO bool
+	noGit       bool   // the workspace has no .git to bind (setup's clean checkout)
+	tmp         string // host directory bound at /tmp; "" for a small tmpfs
+	build       buildLayers
+	id          identity
+	mounts      []bindMount // more host directories, e.g. the checkpoint's
 }
 
-// quotaWatch is the directory a command is stopped for outgrowing.
-type quotaWatch struct {
-	dir   string
-	limit int64
+// bindMount is a host directory bound into the sandbox.
+type bindMount struct {
+	src, dst string
+	rw       bool
 }
 
 // commandEnv is a command's whole environment: the sandbox's, the cache's
-// variables when a cache is bound (at root inside the command's view), and
-// the extra variables.
-func commandEnv(cfg Config, x extras, root string) []string {
+// variables when a cache is bound (at cache inside the command's view), the
+// build caches' when they are (at build), and the extra variables. The
+// cache's bin directories come after the system's on PATH, so nothing
+// setup left there stands in for a system tool.
+func commandEnv(cfg Config, x extras, cache, build string) []string {
 	env := sandboxEnv(cfg)
 	if x.cache != "" {
-		env = append(env, cacheEnv(root)...)
-		bins := []string{root + "/bin", root + "/go/bin", root + "/cargo/bin", root + "/npm/bin"}
-		env[0] = "PATH=" + strings.Join(bins, ":") + ":" + strings.TrimPrefix(env[0], "PATH=")
+		env = append(env, cacheEnv(cache)...)
+		bins := []string{cache + "/bin", cache + "/go/bin", cache + "/cargo/bin", cache + "/npm/bin"}
+		env[0] += ":" + strings.Join(bins, ":")
+	}
+	if x.build.upper != "" {
+		env = append(env, buildEnv(build)...)
 	}
 	return append(env, x.env...)
 }
 
-// cacheEnv points the common package managers' caches into the setup
-// cache at root. Go's build cache stays in /tmp: go needs it writable.
+// cacheEnv points the package managers' install locations into the setup
+// cache at root. Their download and build caches are in the build caches
+// (buildEnv), which later commands may write.
 func cacheEnv(root string) []string {
 	return []string{
 		"SUPERAGENT_CACHE=" + root,
 		"GOPATH=" + root + "/go",
-		"GOMODCACHE=" + root + "/go/pkg/mod",
-		"GOCACHE=/tmp/go-build",
-		"npm_config_cache=" + root + "/npm-cache",
 		"npm_config_prefix=" + root + "/npm",
-		"PIP_CACHE_DIR=" + root + "/pip",
 		"PYTHONUSERBASE=" + root + "/python",
 		"CARGO_HOME=" + root + "/cargo",
 	}
@@ -81,7 +90,7 @@ func cacheEnv(root string) []string {
 // may not take one of these names.
 func CacheEnvNames() []string {
 	var names []string
-	for _, kv := range cacheEnv(sandboxCache) {
+	for _, kv := range append(cacheEnv(sandboxCache), buildEnv(sandboxBuild)...) {
 		k, _, _ := strings.Cut(kv, "=")
 		names = append(names, k)
 	}
@@ -90,19 +99,33 @@ func CacheEnvNames() []string {
 
 // With returns a view of w whose commands also get env ("NAME=value"
 // each) and, when cache is not empty, the repository's setup cache (a
-// directory SetupCache returned) read-only at /cache, with the
-// dependency caches' variables pointing into it.
+// directory SetupCache returned) read-only at /cache, with its
+// variables, and setup's warmed build caches beneath the Ticket's own.
 func (w *Workspace) With(cache string, env []string) *Workspace {
 	c := *w
 	c.extras = extras{env: slices.Clone(env), cache: cache}
+	c.buildLower = ""
+	if cache != "" {
+		if fi, err := os.Stat(filepath.Join(filepath.Dir(cache), "build")); err == nil && fi.IsDir() {
+			c.buildLower = filepath.Join(filepath.Dir(cache), "build")
+		}
+	}
 	return &c
 }
 
 // SetupResult is the outcome of a repository's setup.
 type SetupResult struct {
-	// ScriptSHA256 is the hex SHA-256 of the script: the cache's key with
-	// the repository.
+	// ScriptSHA256 is the hex SHA-256 of the script.
 	ScriptSHA256 string
+	// Key is the cache's key with the repository: the script's hash and
+	// the lock files' contents at BaseCommit.
+	Key string
+	// BaseCommit is the default branch's commit setup ran on, in a clean
+	// checkout (or, when Cached, the one the cached run was on).
+	BaseCommit string
+	// LockFiles are the lock files at the top of BaseCommit's tree that
+	// the key covers.
+	LockFiles []string
 	// Cached reports that an earlier run's cache was used and the script
 	// did not run.
 	Cached bool
@@ -111,7 +134,8 @@ type SetupResult struct {
 	OK       bool
 	ExitCode int
 	TimedOut bool
-	// OverQuota reports that the cache passed Config.SetupMaxBytes.
+	// OverQuota reports that the cache passed Config.SetupMaxBytes or
+	// Config.SetupMaxFiles.
 	OverQuota bool
 	// Tail is the end of the output (empty when Cached), with notes on a
 	// limit it hit. Not scrubbed: the caller knows the secrets.
@@ -123,7 +147,10 @@ type SetupResult struct {
 
 // setupRecord is result.json beside a kept cache.
 type setupRecord struct {
+	Key          string    `json:"key"`
 	ScriptSHA256 string    `json:"script_sha256"`
+	BaseCommit   string    `json:"base_commit"`
+	LockFiles    []string  `json:"lock_files"`
 	ExitCode     int       `json:"exit_code"`
 	DurationMS   int64     `json:"duration_ms"`
 	RanAt        time.Time `json:"ran_at"`
@@ -131,7 +158,7 @@ type setupRecord struct {
 
 var repoName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$`)
 
-// setupDir is the directory of repo's setup caches, one per script hash.
+// setupDir is the directory of repo's setup caches, one per key.
 func (m *Manager) setupDir(repo string) (string, error) {
 	if !repoName.MatchString(repo) || strings.Contains(repo, "..") {
 		return "", fmt.Errorf("setup: invalid repository name %q", repo)
@@ -139,20 +166,64 @@ func (m *Manager) setupDir(repo string) (string, error) {
 	return filepath.Join(m.cfg.Root, ".setup", strings.ReplaceAll(repo, "/", "~")), nil
 }
 
-// ScriptHash is the key of a setup script's cache.
+// ScriptHash is the hex SHA-256 of a setup script.
 func ScriptHash(script []byte) string {
 	sum := sha256.Sum256(script)
 	return hex.EncodeToString(sum[:])
 }
 
-// SetupCache returns the cache that a successful setup of repo with the
-// script of this hash left on this machine, or "" when there is none.
-func (m *Manager) SetupCache(repo, hash string) string {
-	dir, err := m.setupDir(repo)
-	if err != nil || len(hash) != sha256.Size*2 {
+// lockFiles are the files whose contents, at the top of the default
+// branch's tree, key the setup cache with the script: a changed
+// dependency list builds a new cache.
+var lockFiles = []string{
+	"go.mod", "go.sum", "go.work", "go.work.sum",
+	"package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb", "bun.lock",
+	"Cargo.toml", "Cargo.lock",
+	"requirements.txt", "requirements-dev.txt", "Pipfile.lock", "poetry.lock", "uv.lock", "pyproject.toml",
+	"Gemfile.lock", "composer.lock", "mix.lock", "pubspec.lock", "gradle.lockfile", "packages.lock.json",
+}
+
+// setupKey returns the cache key of script at commit: a hash of the
+// script's hash and of each lock file's path and blob.
+func (w *Workspace) setupKey(ctx context.Context, script []byte, commit string) (string, []string, error) {
+	out, err := w.git(ctx, append([]string{"ls-tree", "-z", "--full-tree", commit, "--"}, lockFiles...)...)
+	if err != nil {
+		return "", nil, fmt.Errorf("setup: listing the lock files: %w", err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "script %s\n", ScriptHash(script))
+	var found []string
+	for rec := range strings.SplitSeq(out, "\x00") {
+		meta, name, ok := strings.Cut(rec, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 3 || f[1] != "blob" {
+			continue
+		}
+		found = append(found, name)
+		fmt.Fprintf(h, "%s %s\n", name, f[2])
+	}
+	return hex.EncodeToString(h.Sum(nil)), found, nil
+}
+
+// setupMark is the host file, beside the Ticket's scratch directories,
+// that names the setup cache the Ticket's commands use.
+func (w *Workspace) setupMark() string {
+	return filepath.Join(w.m.scratchDir(w.id), "setup")
+}
+
+// SetupCache returns the cache of repo that the Ticket's last successful
+// Setup (made or found) on this machine left, or "" when there is none.
+func (w *Workspace) SetupCache(repo string) string {
+	dir, err := w.m.setupDir(repo)
+	if err != nil {
 		return ""
 	}
-	final := filepath.Join(dir, hash)
+	raw, err := os.ReadFile(w.setupMark())
+	r, key, ok := strings.Cut(strings.TrimSpace(string(raw)), " ")
+	if err != nil || !ok || r != repo || len(key) != sha256.Size*2 || strings.ContainsAny(key, "./") {
+		return ""
+	}
+	final := filepath.Join(dir, key)
 	if _, err := readSetupRecord(final); err != nil {
 		return ""
 	}
@@ -169,15 +240,18 @@ func readSetupRecord(dir string) (setupRecord, error) {
 }
 
 // Setup makes sure repo's setup cache for script exists: when a run of the
-// same script already succeeded on this machine it returns that (Cached);
-// otherwise it runs script in the sandbox over this workspace (read-only)
-// with a fresh cache read-write at /cache, under the usual limits, the
-// network settings, Config.SetupTimeout and Config.SetupMaxBytes, and
-// keeps the cache only when the run succeeded. env is added to the
-// script's environment. Concurrent Setups of one repository, in this
-// process or another on the machine, wait for each other (a file lock),
-// and a cache is built aside and renamed into place, so none sees a half
-// one. A failing script is a result, not an error.
+// same script on the same lock files already succeeded on this machine it
+// returns that (Cached); otherwise it runs script in the sandbox over a
+// clean checkout of the default branch (origin/HEAD, read-only, without
+// .git: never the Ticket's own files) with a fresh cache read-write at
+// /cache and fresh build caches at /build-cache, under the usual limits,
+// the network settings, Config.SetupTimeout and the setup quota, and keeps
+// both only when the run succeeded, owned by the service and closed to
+// every sandbox user's writes. env is added to the script's environment.
+// Concurrent Setups of one repository, in this process or another on the
+// machine, wait for each other (a file lock), and a cache is built aside
+// and renamed into place, so none sees a half one. A failing script is a
+// result, not an error.
 func (w *Workspace) Setup(ctx context.Context, repo string, script []byte, env []string) (SetupResult, error) {
 	if len(script) > MaxSetupScript {
 		return SetupResult{}, fmt.Errorf("setup: the script is %d bytes, over the limit of %d", len(script), MaxSetupScript)
@@ -190,20 +264,30 @@ func (w *Workspace) Setup(ctx context.Context, repo string, script []byte, env [
 	if err != nil {
 		return SetupResult{}, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return SetupResult{}, fmt.Errorf("setup: %w", err)
+	base, err := w.git(ctx, "rev-parse", "--verify", "-q", "refs/remotes/origin/HEAD^{commit}")
+	if err != nil {
+		return SetupResult{}, errors.New("setup: the clone has no default branch (origin/HEAD) to set up from")
+	}
+	base = strings.TrimSpace(base)
+	key, locks, err := w.setupKey(ctx, script, base)
+	if err != nil {
+		return SetupResult{}, err
+	}
+	res := SetupResult{ScriptSHA256: ScriptHash(script), Key: key, BaseCommit: base, LockFiles: locks}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return res, fmt.Errorf("setup: %w", err)
 	}
 	unlock, err := lockFile(ctx, dir+".lock")
 	if err != nil {
-		return SetupResult{}, fmt.Errorf("setup: %w", err)
+		return res, fmt.Errorf("setup: %w", err)
 	}
 	defer unlock()
 
-	hash := ScriptHash(script)
-	final := filepath.Join(dir, hash)
+	final := filepath.Join(dir, key)
 	if rec, err := readSetupRecord(final); err == nil {
-		return SetupResult{ScriptSHA256: hash, Cached: true, OK: true, ExitCode: rec.ExitCode,
-			Duration: time.Duration(rec.DurationMS) * time.Millisecond, CacheDir: filepath.Join(final, "cache")}, nil
+		res.Cached, res.OK, res.ExitCode, res.BaseCommit = true, true, rec.ExitCode, rec.BaseCommit
+		res.Duration, res.CacheDir = time.Duration(rec.DurationMS)*time.Millisecond, filepath.Join(final, "cache")
+		return res, w.markSetup(repo, key)
 	}
 	// Builds a crash interrupted: the lock is held, so none is running.
 	if entries, err := os.ReadDir(dir); err == nil {
@@ -215,7 +299,7 @@ func (w *Workspace) Setup(ctx context.Context, repo string, script []byte, env [
 	}
 	tmp, err := os.MkdirTemp(dir, ".build-")
 	if err != nil {
-		return SetupResult{}, fmt.Errorf("setup: %w", err)
+		return res, fmt.Errorf("setup: %w", err)
 	}
 	kept := false
 	defer func() {
@@ -223,45 +307,94 @@ func (w *Workspace) Setup(ctx context.Context, repo string, script []byte, env [
 			_ = removeAll(tmp)
 		}
 	}()
-	res, err := w.runSetup(ctx, tmp, script, env)
-	res.ScriptSHA256 = hash
-	if err != nil || !res.OK {
-		return res, err
+	run, err := w.runSetup(ctx, tmp, base, script, env)
+	run.ScriptSHA256, run.Key, run.BaseCommit, run.LockFiles = res.ScriptSHA256, key, base, locks
+	if err != nil || !run.OK {
+		return run, err
 	}
-	rec, err := json.Marshal(setupRecord{ScriptSHA256: hash, ExitCode: res.ExitCode, DurationMS: res.Duration.Milliseconds(), RanAt: time.Now().UTC()})
+	if err := removeAll(filepath.Join(tmp, "src")); err != nil {
+		return run, fmt.Errorf("setup: %w", err)
+	}
+	_ = removeAll(filepath.Join(tmp, "tmp"))
+	for _, d := range []string{"cache", "build"} {
+		if err := sealTree(filepath.Join(tmp, d), d == "build"); err != nil {
+			return run, fmt.Errorf("setup: %w", err)
+		}
+	}
+	rec, err := json.Marshal(setupRecord{Key: key, ScriptSHA256: run.ScriptSHA256, BaseCommit: base, LockFiles: locks,
+		ExitCode: run.ExitCode, DurationMS: run.Duration.Milliseconds(), RanAt: time.Now().UTC()})
 	if err != nil {
-		return res, err
+		return run, err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "result.json"), rec, 0o644); err != nil {
-		return res, fmt.Errorf("setup: %w", err)
+		return run, fmt.Errorf("setup: %w", err)
 	}
 	// A cache left without its result.json (a crash between the two
 	// steps) is in the way of the rename.
 	_ = removeAll(final)
 	if err := os.Rename(tmp, final); err != nil {
-		return res, fmt.Errorf("setup: keeping the cache: %w", err)
+		return run, fmt.Errorf("setup: keeping the cache: %w", err)
 	}
 	kept = true
-	res.CacheDir = filepath.Join(final, "cache")
-	pruneSetups(dir, hash)
-	return res, nil
+	run.CacheDir = filepath.Join(final, "cache")
+	pruneSetups(dir, key)
+	return run, w.markSetup(repo, key)
 }
 
-// runSetup runs script with tmp/cache as the cache.
-func (w *Workspace) runSetup(ctx context.Context, tmp string, script []byte, env []string) (SetupResult, error) {
+// markSetup records, on the host, the cache the Ticket's commands use.
+func (w *Workspace) markSetup(repo, key string) error {
+	if err := os.MkdirAll(w.m.scratchDir(w.id), 0o700); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	if err := os.WriteFile(w.setupMark(), []byte(repo+" "+key+"\n"), 0o600); err != nil {
+		return fmt.Errorf("setup: recording the ticket's cache: %w", err)
+	}
+	return nil
+}
+
+// checkoutClean writes commit's tree to dir through a private index,
+// leaving the workspace's index, HEAD and work tree alone.
+func (w *Workspace) checkoutClean(ctx context.Context, commit, dir, index string) error {
+	env := []string{"GIT_INDEX_FILE=" + index}
+	if _, err := w.m.git.run(ctx, gitCmd{dir: w.dir, args: []string{"read-tree", commit}, env: env}); err != nil {
+		return fmt.Errorf("setup: reading the default branch's tree: %w", err)
+	}
+	if _, err := w.m.git.run(ctx, gitCmd{dir: w.dir, args: []string{"checkout-index", "--all", "--force", "--prefix=" + dir + "/"}, env: env}); err != nil {
+		return fmt.Errorf("setup: checking out the default branch: %w", err)
+	}
+	// The same file times as a Ticket's clone of the same commit.
+	if err := w.m.git.stampCheckout(ctx, w.dir, dir, commit, append(env, "GIT_WORK_TREE="+dir)); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	return nil
+}
+
+// runSetup runs script over a clean checkout of base, with tmp/cache as
+// the cache and tmp/build as the build caches.
+func (w *Workspace) runSetup(ctx context.Context, tmp, base string, script []byte, env []string) (SetupResult, error) {
 	m := w.m
-	cache := filepath.Join(tmp, "cache")
+	src, cache := filepath.Join(tmp, "src"), filepath.Join(tmp, "cache")
+	build, tmpDir := filepath.Join(tmp, "build"), filepath.Join(tmp, "tmp")
+	if err := w.checkoutClean(ctx, base, src, filepath.Join(tmp, "index")); err != nil {
+		return SetupResult{}, err
+	}
+	_ = os.Remove(filepath.Join(tmp, "index"))
 	// The script goes in the cache, so it can run with its own #! line
 	// wherever the cache is mounted.
-	if err := os.MkdirAll(filepath.Join(cache, ".superagent"), 0o755); err != nil {
-		return SetupResult{}, fmt.Errorf("setup: %w", err)
+	for _, d := range []string{filepath.Join(cache, ".superagent"), build, tmpDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return SetupResult{}, fmt.Errorf("setup: %w", err)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(cache, ".superagent", "setup.sh"), script, 0o755); err != nil {
 		return SetupResult{}, fmt.Errorf("setup: %w", err)
 	}
-	if os.Geteuid() == 0 && m.cfg.Sandbox != SandboxNone {
-		if err := chownTree(tmp, sandboxUID); err != nil {
-			return SetupResult{}, fmt.Errorf("setup: %w", err)
+	id := identityOf(w.id)
+	if id.host && m.cfg.Sandbox != SandboxNone {
+		for _, d := range []string{cache, build, tmpDir} {
+			if err := chownTree(d, id.uid); err != nil {
+				return SetupResult{}, fmt.Errorf("setup: %w", err)
+			}
 		}
 	}
 	run := func(root string) string {
@@ -273,21 +406,22 @@ func (w *Workspace) runSetup(ctx context.Context, tmp string, script []byte, env
 	runCtx, cancel := context.WithTimeout(ctx, m.cfg.SetupTimeout)
 	defer cancel()
 	out := newCappedWriter(m.cfg.MaxOutputBytes)
-	x := extras{env: env, cache: cache, cacheRW: true, workspaceRO: true}
+	x := extras{env: env, cache: cache, cacheRW: true, workspaceRO: true, noGit: true, tmp: tmpDir, build: buildLayers{upper: build}, id: id}
+	quota := &quotaWatch{dirs: []string{cache, build, tmpDir}, maxBytes: m.cfg.SetupMaxBytes, maxFiles: m.cfg.SetupMaxFiles}
 	var st runState
 	var err error
 	if m.cfg.Sandbox == SandboxNone {
 		cmd := exec.CommandContext(runCtx, "/bin/sh", "-c", run(cache))
-		cmd.Dir = w.dir
-		cmd.Env = commandEnv(m.cfg, x, cache)
+		cmd.Dir = src
+		cmd.Env = commandEnv(m.cfg, x, cache, build)
 		st, err = runGroup(cmd, out, nil, nil)
 	} else {
 		if w.tools.bwrap == "" {
 			return SetupResult{}, errors.New("setup: sandbox not checked; create the workspace through NewManager")
 		}
-		st, err = m.runSandboxed(runCtx, w.tools, w.id, w.dir, sandboxWorkspace, run(sandboxCache), out, x, &quotaWatch{dir: cache, limit: m.cfg.SetupMaxBytes})
+		st, err = m.runSandboxed(runCtx, w.tools, src, sandboxWorkspace, run(sandboxCache), out, x, quota)
 	}
-	res := SetupResult{ExitCode: st.exitCode, Duration: st.duration, OverQuota: st.overQuota > 0}
+	res := SetupResult{ExitCode: st.exitCode, Duration: st.duration, OverQuota: st.over != usage{}}
 	text, _ := out.result()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -298,22 +432,23 @@ func (w *Workspace) runSetup(ctx context.Context, tmp string, script []byte, env
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("setup: %w", ctx.Err())
 	}
+	over := st.over
 	if !res.OverQuota {
-		if size, err := diskUsage(cache); err == nil && size > m.cfg.SetupMaxBytes {
-			res.OverQuota = true
+		if used, err := quota.measure(); err == nil && used.exceeds(quota.maxBytes, quota.maxFiles) {
+			res.OverQuota, over = true, used
 		}
 	}
 	switch {
 	case res.OverQuota:
 		res.ExitCode = -1
-		text += fmt.Sprintf("\n[stopped: the setup cache passed its quota of %s]", formatBytes(m.cfg.SetupMaxBytes))
+		text += "\n[stopped: the setup cache passed " + quota.overNote(over) + "]"
 	case runCtx.Err() != nil:
 		res.TimedOut = true
 		res.ExitCode = -1
 		text += fmt.Sprintf("\n[setup timed out after %s and was killed]", m.cfg.SetupTimeout)
 	}
 	if m.cfg.Sandbox != SandboxNone {
-		text += limitNotes(m.cfg, res.ExitCode, text, st.cgroup)
+		text += limitNotes(m.cfg, id, res.ExitCode, text, st.cgroup)
 	}
 	for _, r := range st.refused {
 		text += "\n[the sandbox's egress proxy refused " + r + "; only the hosts in " + egressSetting + " are reachable]"
@@ -321,6 +456,46 @@ func (w *Workspace) runSetup(ctx context.Context, tmp string, script []byte, env
 	res.Tail = tail(text, setupTail)
 	res.OK = res.ExitCode == 0 && !res.TimedOut && !res.OverQuota
 	return res, nil
+}
+
+// sealTree makes what setup wrote the service's (when it runs as root)
+// and readable by every sandbox user, without set-id bits. Where build is
+// set (the build caches, only ever a read-only lower layer), directories
+// setup could write stay writable by all, so a Ticket's copy of one in
+// its own upper layer is writable by the Ticket's user.
+func sealTree(dir string, build bool) error {
+	root := os.Geteuid() == 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if root {
+			if err := os.Lchown(p, 0, 0); err != nil {
+				return err
+			}
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := fi.Mode().Perm() &^ 0o022
+		switch {
+		case d.IsDir() && build && fi.Mode().Perm()&0o200 != 0:
+			mode = 0o777
+		case d.IsDir():
+			mode |= 0o555
+		default:
+			mode |= 0o444
+		}
+		return os.Chmod(p, mode)
+	})
+	if err != nil {
+		return fmt.Errorf("sealing the setup cache: %w", err)
+	}
+	return nil
 }
 
 // tail returns the last n bytes of s, starting at a line where it can.

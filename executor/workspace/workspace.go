@@ -18,6 +18,9 @@ type Workspace struct {
 	tools sandboxTools
 	// extras are what With added to its commands.
 	extras extras
+	// buildLower is setup's build cache layer that With found beside the
+	// setup cache, or "".
+	buildLower string
 }
 
 // Dir returns the workspace's directory on the host.
@@ -150,30 +153,33 @@ func (w *Workspace) Commit(ctx context.Context, message string, paths []string, 
 	if author.Name == "" || author.Email == "" || strings.ContainsAny(author.Name+author.Email, "<>\n") {
 		return "", fmt.Errorf("committing: invalid author %q <%s>", author.Name, author.Email)
 	}
-	size, err := w.size()
-	if err != nil {
+	if err := w.underQuota(); err != nil {
 		return "", fmt.Errorf("committing: %w", err)
-	}
-	if size > w.m.cfg.MaxBytes {
-		return "", fmt.Errorf("committing: workspace holds %d bytes, over the limit of %d; delete files first", size, w.m.cfg.MaxBytes)
 	}
 	if nested, err := w.nestedRepo(); err != nil {
 		return "", fmt.Errorf("committing: %w", err)
 	} else if nested != "" {
 		return "", fmt.Errorf("committing: %s is a nested git repository; remove it (or its .git) first", nested)
 	}
-	add := []string{"add", "--all", "--"}
-	if len(paths) == 0 {
-		add = append(add, ".")
-	}
+	var rels []string
 	for _, p := range paths {
 		rel, err := w.relPath(p)
 		if err != nil {
 			return "", fmt.Errorf("committing: %w", err)
 		}
-		add = append(add, rel)
+		rels = append(rels, rel)
 	}
-	if _, err := w.git(ctx, add...); err != nil {
+	// Git reads the work tree only in the sandbox (see stage); the host
+	// then takes the index it wrote.
+	stageCtx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	index, err := w.stage(stageCtx, rels)
+	cancel()
+	if refused := (*CheckpointRefusal)(nil); errors.As(err, &refused) {
+		return "", fmt.Errorf("committing: %s", refused.Reason)
+	} else if err != nil {
+		return "", fmt.Errorf("staging changes: %w", err)
+	}
+	if err := os.Rename(index, filepath.Join(w.dir, ".git", "index")); err != nil {
 		return "", fmt.Errorf("staging changes: %w", err)
 	}
 	if _, err := w.git(ctx, "diff", "--cached", "--quiet", "--ignore-submodules=all"); err == nil {
@@ -196,12 +202,19 @@ func (w *Workspace) Commit(ctx context.Context, message string, paths []string, 
 
 // Push pushes HEAD to refs/heads/<branch> on remote, never forcing. The token
 // goes to git through the environment only, and never appears in the error.
-func (w *Workspace) Push(ctx context.Context, remote Remote, branch string) error {
+// With a finder, it first refuses (a *LeakError) when a file or a commit
+// message the push would send holds a secret.
+func (w *Workspace) Push(ctx context.Context, remote Remote, branch string, finder Finder) error {
 	if err := remote.validate(); err != nil {
 		return fmt.Errorf("pushing: %w", err)
 	}
 	if err := checkBranchName(branch); err != nil {
 		return fmt.Errorf("pushing: %w", err)
+	}
+	if leak, err := w.findLeak(ctx, finder, "the branch", []string{"HEAD"}, ""); err != nil {
+		return fmt.Errorf("pushing: %w", err)
+	} else if leak != nil {
+		return leak
 	}
 	if _, err := w.git(ctx, "remote", "set-url", "origin", "--", remote.URL); err != nil {
 		return fmt.Errorf("pushing: setting origin URL: %w", err)
@@ -251,9 +264,18 @@ func (w *Workspace) ChangedFiles(ctx context.Context, base string) ([]string, er
 	return files, nil
 }
 
-// size returns the bytes the workspace takes on disk, .git included.
-func (w *Workspace) size() (int64, error) {
-	return diskUsage(w.dir)
+// underQuota returns an error when the workspace, with its scratch
+// directory, is over its disk quota or file limit.
+func (w *Workspace) underQuota() error {
+	q := w.quota()
+	used, err := q.measure()
+	if err != nil {
+		return err
+	}
+	if used.exceeds(q.maxBytes, q.maxFiles) {
+		return fmt.Errorf("the workspace is over %s (its build caches count too); delete files first", q.overNote(used))
+	}
+	return nil
 }
 
 // nestedRepo returns the relative path of a directory below the top that has

@@ -192,7 +192,7 @@ func TestCommitAndPush(t *testing.T) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"README.md", "a.txt", "b.txt"}, files)
 
-	require.NoError(t, w.Push(ctx, e.remote, "superagent/t-3"))
+	require.NoError(t, w.Push(ctx, e.remote, "superagent/t-3", nil))
 	require.Equal(t, sha, hostGit(t, "", "--git-dir="+e.bare, "log", "-1", "--format=%H", "refs/heads/superagent/t-3"))
 	require.Equal(t, hostGit(t, "", "--git-dir="+e.bare, "rev-parse", "main"),
 		hostGit(t, "", "--git-dir="+e.bare, "rev-parse", "main"), "main untouched")
@@ -223,7 +223,7 @@ func TestCommitAndPush(t *testing.T) {
 		require.NoError(t, w.WriteFile("c.txt", "c\n"))
 		_, err := w.Commit(ctx, "diverge", nil, author)
 		require.NoError(t, err)
-		err = w.Push(ctx, e.remote, "superagent/t-3")
+		err = w.Push(ctx, e.remote, "superagent/t-3", nil)
 		require.Error(t, err)
 		require.NotContains(t, err.Error(), testToken)
 	})
@@ -231,7 +231,7 @@ func TestCommitAndPush(t *testing.T) {
 	t.Run("PushErrorHasNoToken", func(t *testing.T) {
 		remote := e.remote
 		remote.Token = "ghs_WRONGtoken_DO_NOT_LEAK"
-		err := w.Push(ctx, remote, "other")
+		err := w.Push(ctx, remote, "other", nil)
 		require.Error(t, err)
 		require.NotContains(t, err.Error(), remote.Token)
 		require.NotContains(t, err.Error(), base64.StdEncoding.EncodeToString([]byte("x-access-token:"+remote.Token)))
@@ -250,7 +250,7 @@ func TestCommitAndPush(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, w.WriteFile("big.txt", strings.Repeat("x", 2000)))
 		_, err = w.Commit(ctx, "big", nil, author)
-		require.ErrorContains(t, err, "over the limit")
+		require.ErrorContains(t, err, "over its disk quota")
 	})
 }
 
