@@ -38,6 +38,7 @@ const (
 	ToolHumanAction    = "human_action"
 	ToolPromptsRead    = "prompts_read"
 	ToolSkillLoad      = "skill_load"
+	ToolPRReview       = "pr_review"
 	maxGitHubBodyChars = 65000
 )
 
@@ -87,6 +88,8 @@ func (e *Executor) tools() []session.Tool {
 			Description: "Write in a Thread the Ticket follows, under the message that asked (in_reply_to: its card id). GitHub messages get the team's agent line; chat messages are at most 100 words."}.Tool(),
 		session.Spec[reactArgs]{Name: ToolReact, Progress: true, Idempotent: true, Handler: e.react,
 			Description: "React to a message (card id) in a followed Thread: GitHub reactions (+1, -1, laugh, confused, heart, hooray, rocket, eyes) or a Feishu emoji type."}.Tool(),
+		session.Spec[prReviewArgs]{Name: ToolPRReview, Progress: true, Idempotent: true, Check: e.checkPRReview, Handler: e.prReview,
+			Description: "Post the one review a person asked for on their pull request: a body and inline comments on lines of its diff (path, line, side RIGHT or LEFT), a ```suggestion block where you have a concrete fix; event COMMENT unless the policy allows more. A comment off the diff refuses the whole review, saying where it may go."}.Tool(),
 		session.Spec[reviewReplyArgs]{Name: ToolReviewReply, Progress: true, Idempotent: true, Handler: e.reviewReply,
 			Description: "Reply to a review comment on the Ticket's pull request. A decline is one sentence of reason."}.Tool(),
 		session.Spec[reviewResolveArgs]{Name: ToolReviewResolve, Progress: true, Idempotent: true, Handler: e.reviewResolve,

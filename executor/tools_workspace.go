@@ -190,6 +190,9 @@ func (e *Executor) checkPush(ctx context.Context, call session.Call, _ noArgs) e
 	if err != nil {
 		return err
 	}
+	if tickets.IsReview(t) && !slices.Contains(t.Mandate.Actions, "branch") {
+		return session.Refuse("this Ticket reviews a person's pull request and pushes nothing to their branch: put a concrete fix in a suggestion block of your review")
+	}
 	if err := mayWrite(t, "branch"); err != nil {
 		return session.Refuse("%s", err)
 	}

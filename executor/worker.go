@@ -314,8 +314,12 @@ func (e *Executor) work(ctx context.Context, t tickets.Ticket, sid int64, tools 
 // told so before its next step.
 func (e *Executor) prepareFor(ctx context.Context, t tickets.Ticket, sid int64) error {
 	if t.Branch == "" {
+		adopt := e.adoptPull
+		if tickets.IsReview(t) {
+			adopt = e.adoptReview
+		}
 		var err error
-		if t, err = e.adoptPull(ctx, t, sid); err != nil {
+		if t, err = adopt(ctx, t, sid); err != nil {
 			return err
 		}
 	}

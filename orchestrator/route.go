@@ -236,11 +236,17 @@ func (o *Orchestrator) newTicket(ctx context.Context, tx *db.Tx, c tickets.Card,
 		}
 		t.Repo, t.Mandate.Repos = repo, []string{repo}
 	}
+	if err := reviewMandate(c, &t); err != nil {
+		return "", err
+	}
 	created, err := st.CreateTicket(ctx, tx, t)
 	if err != nil {
 		return "", err
 	}
 	if err := o.place(ctx, tx, c, created, d.Note); err != nil {
+		return "", err
+	}
+	if err := o.followReviewed(ctx, tx, c, created); err != nil {
 		return "", err
 	}
 	if created.Proposal {

@@ -1,6 +1,7 @@
 package github
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -56,6 +57,7 @@ type reviewComment struct {
 	pr                      int
 	login, body, path       string
 	line                    int
+	side                    string
 	created                 time.Time
 	thread                  *thread
 }
@@ -174,7 +176,7 @@ func (s *Server) reviewCommentJSON(rp *repo, c *reviewComment) map[string]any {
 	html := "https://github.com/" + rp.fullName + "/pull/" + strconv.Itoa(c.pr) + "#discussion_r" + id
 	out := overlay(s.canned("pull-request-review-comment"), map[string]any{
 		"id": c.id, "node_id": "PRRC_" + id, "body": c.body, "user": s.userJSON(c.login),
-		"path": c.path, "line": c.line, "original_line": c.line, "side": "RIGHT",
+		"path": c.path, "line": c.line, "original_line": c.line, "side": cmp.Or(c.side, "RIGHT"),
 		"start_line": nil, "original_start_line": nil, "start_side": nil, "position": c.line, "original_position": c.line,
 		"subject_type":           "line",
 		"author_association":     "NONE",
@@ -283,7 +285,11 @@ func (s *Server) addBotReviewComment(w http.ResponseWriter, r *http.Request, spe
 var reviewStates = map[string]string{"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED", "": "PENDING"}
 
 // createReview is the bot submitting a review, with its comments each
-// starting a thread.
+// starting a thread. A comment is placed by line and side (RIGHT, the
+// default, or LEFT) and, like GitHub, the fake refuses the whole review
+// (422, nothing stored) when one names a file the pull request does not
+// change or a line outside that file's hunks; a review on a pull request
+// the fake did not open (AddReviewComment's) is taken as it is.
 func (s *Server) createReview(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Body     string `json:"body"`
@@ -291,6 +297,7 @@ func (s *Server) createReview(w http.ResponseWriter, r *http.Request) {
 		Comments []struct {
 			Path string `json:"path"`
 			Line int    `json:"line"`
+			Side string `json:"side"`
 			Body string `json:"body"`
 		} `json:"comments"`
 	}
@@ -310,14 +317,69 @@ func (s *Server) createReview(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
 		return
 	}
-	rv := s.st.addReview(rp, n, s.botLogin(), state, body.Body)
-	for _, c := range body.Comments {
-		if _, err := s.st.addReviewComment(rp, n, ReviewCommentSpec{Login: rv.login, Body: c.Body, Path: c.Path, Line: c.Line, ReviewID: rv.id}); err != nil {
-			WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
+	if p := rp.pulls[n]; p != nil && rp.dir != "" {
+		var problems []string
+		for _, c := range body.Comments {
+			if msg := hunkLine(filePatch(rp.dir, p.baseSHA, p.HeadSHA, c.Path), c.Line, c.Side); msg != "" {
+				problems = append(problems, msg)
+			}
+		}
+		if len(problems) > 0 {
+			WriteJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Unprocessable Entity",
+				"errors": problems, "documentation_url": "https://docs.github.com/rest/pulls/reviews#create-a-review-for-a-pull-request"})
 			return
 		}
 	}
+	rv := s.st.addReview(rp, n, s.botLogin(), state, body.Body)
+	for _, c := range body.Comments {
+		rc, err := s.st.addReviewComment(rp, n, ReviewCommentSpec{Login: rv.login, Body: c.Body, Path: c.Path, Line: c.Line, ReviewID: rv.id})
+		if err != nil {
+			WriteError(w, http.StatusUnprocessableEntity, "Validation Failed")
+			return
+		}
+		rc.side = c.Side
+	}
 	WriteJSON(w, http.StatusOK, s.reviewJSON(rp, rv))
+}
+
+// hunkLine says why line on side cannot carry a comment in a file whose
+// patch is patch ("" when it can): GitHub resolves a line only inside
+// the file's hunks, on the side's own numbering.
+func hunkLine(patch string, line int, side string) string {
+	if patch == "" {
+		return "Path could not be resolved"
+	}
+	for _, l := range strings.Split(patch, "\n") {
+		var oldStart, oldLen, newStart, newLen int
+		if !strings.HasPrefix(l, "@@ ") {
+			continue
+		}
+		hdr := strings.SplitN(l, " ", 4)
+		if len(hdr) < 3 {
+			continue
+		}
+		oldStart, oldLen = hunkSpan(hdr[1])
+		newStart, newLen = hunkSpan(hdr[2])
+		start, n := newStart, newLen
+		if side == "LEFT" {
+			start, n = oldStart, oldLen
+		}
+		if line >= start && line < start+n {
+			return ""
+		}
+	}
+	return "Line could not be resolved"
+}
+
+// hunkSpan reads "-12,3" or "+7" of a hunk header.
+func hunkSpan(s string) (start, n int) {
+	a, b, found := strings.Cut(s[1:], ",")
+	start, _ = strconv.Atoi(a)
+	n = 1
+	if found {
+		n, _ = strconv.Atoi(b)
+	}
+	return start, n
 }
 
 // reviewJSON is a review, from the published example.
