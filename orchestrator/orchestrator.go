@@ -46,6 +46,10 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Gate says who may start work and who may save prompts.
 	Gate Gate
+	// ProposalTTL is how long a proposal waits for a person to accept it
+	// before it expires, with one sentence where it was proposed. Default
+	// 72 hours; negative: proposals never expire.
+	ProposalTTL time.Duration
 	// LinkURL is the link that lets the Feishu user openID prove their
 	// GitHub login, offered when the gate refuses them for the lack of
 	// one. Nil: no link is offered.
@@ -134,6 +138,9 @@ func New(cfg Config, deps Deps) (*Orchestrator, error) {
 	if cfg.BotLogin == "" {
 		cfg.BotLogin = "superagent"
 	}
+	if cfg.ProposalTTL == 0 {
+		cfg.ProposalTTL = DefaultProposalTTL
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -171,6 +178,7 @@ func (o *Orchestrator) Register(q *queue.Queue) {
 	queue.AddWorker(q, &RouteWorker{o: o})
 	queue.AddWorker(q, &ReviveWorker{o: o})
 	queue.AddPeriodic(q, o.cfg.LeaseTTL, jobs.ReviveArgs{})
+	o.registerExpiry(q)
 }
 
 var _ tickets.Hook = (*Orchestrator)(nil)

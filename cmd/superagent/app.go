@@ -176,7 +176,8 @@ func (a *app) buildOrchestrator(cfg *config) error {
 	// The main Session lives on; rollover, not a step limit, bounds it.
 	rt := session.New(session.Config{MaxSteps: 1 << 30, Metrics: usage}, a.db, router, orchestrator.PromptSource(a.prompts, env, orchestrator.Repositories(a.db, 0)), cfg.scrub, time.Now)
 	a.orchestrator, err = orchestrator.New(orchestrator.Config{
-		Debounce: cfg.RoutingDebounce,
+		Debounce:    cfg.RoutingDebounce,
+		ProposalTTL: cfg.ProposalTTL,
 		Gate: orchestrator.Gate{
 			GitHubPermission:  cfg.GateGitHubPermission,
 			FeishuChats:       cfg.FeishuAllowedChats,

@@ -20,6 +20,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/secret"
+	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/webhooks"
 )
 
@@ -80,6 +81,8 @@ type config struct {
 	AdminGitHubLogins    []string
 	AdminFeishuIDs       []string
 	RoutingDebounce      time.Duration
+	// ProposalTTL is SUPERAGENT_PROPOSAL_TTL; negative: never ("off").
+	ProposalTTL time.Duration
 
 	Sandbox         workspace.SandboxMode
 	SandboxNetwork  bool
@@ -291,6 +294,14 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		},
 		func() (err error) {
 			c.RoutingDebounce, err = parseDuration("SUPERAGENT_ROUTING_DEBOUNCE", getenv("SUPERAGENT_ROUTING_DEBOUNCE"), 2*time.Second)
+			return err
+		},
+		func() (err error) {
+			if v := getenv("SUPERAGENT_PROPOSAL_TTL"); v == "off" {
+				c.ProposalTTL = -1
+				return nil
+			}
+			c.ProposalTTL, err = parseDuration("SUPERAGENT_PROPOSAL_TTL", getenv("SUPERAGENT_PROPOSAL_TTL"), orchestrator.DefaultProposalTTL)
 			return err
 		},
 		func() (err error) {
