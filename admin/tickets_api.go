@@ -11,6 +11,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/httpserver"
 	"github.com/superagent-dev/superagent/internal/model"
+	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -33,6 +34,21 @@ type TicketsAPI struct {
 	pauser   *tickets.Pauser
 	stopper  *tickets.Stopper
 	logger   interface{ Error(string, ...any) }
+	opener   TicketOpener
+	pageBase string
+}
+
+// TicketOpener opens a Ticket asked for through the API on behalf of by;
+// *orchestrator.Orchestrator is one.
+type TicketOpener interface {
+	OpenFromAPI(ctx context.Context, req orchestrator.APIRequest, by string) (tickets.Ticket, error)
+}
+
+// WithOpener serves POST /tickets through o; publicURL is the base of the
+// Ticket pages it answers with (SUPERAGENT_PUBLIC_URL; empty: a path).
+func (a *TicketsAPI) WithOpener(o TicketOpener, publicURL string) *TicketsAPI {
+	a.opener, a.pageBase = o, publicURL
+	return a
 }
 
 // NewTicketsAPI returns the Tickets API. sessions may be nil (no sessions
@@ -59,6 +75,9 @@ func (a *TicketsAPI) WithPauser(p *tickets.Pauser) *TicketsAPI {
 func (a *TicketsAPI) Routes(r chi.Router) {
 	r.Get("/tickets", httpserver.HandleWith(a.logger, a.list))
 	r.Get("/tickets/{id}", httpserver.HandleWith(a.logger, a.get))
+	if a.opener != nil {
+		r.Post("/tickets", httpserver.HandleWith(a.logger, a.open))
+	}
 	r.Post("/tickets/{id}/pause", httpserver.HandleWith(a.logger, a.pause))
 	r.Post("/tickets/{id}/resume", httpserver.HandleWith(a.logger, a.resume))
 	r.Post("/tickets/{id}/stop", httpserver.HandleWith(a.logger, a.stop))

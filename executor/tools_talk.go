@@ -122,10 +122,12 @@ func (e *Executor) reply(ctx context.Context, call session.Call, a replyArgs) (s
 		key = fmt.Sprintf("confirm:ticket:%d:card:%d", call.TicketID, a.InReplyTo)
 	}
 	var ref string
-	switch th.Source {
-	case tickets.SourceGitHub:
+	switch {
+	case card != nil && card.Kind == tickets.KindAPIRequest:
+		ref, err = e.replyOnPage(ctx, call.TicketID, cardID, key, a.Text)
+	case th.Source == tickets.SourceGitHub:
 		ref, err = e.replyGitHub(ctx, call.TicketID, cardID, th, key, a.Text)
-	case tickets.SourceFeishu:
+	case th.Source == tickets.SourceFeishu:
 		ref, err = e.replyFeishu(ctx, call.TicketID, card, th, key, a.Text)
 	default:
 		err = fmt.Errorf("unknown source %q", th.Source)
@@ -558,4 +560,16 @@ func (e *Executor) unrelated(ctx context.Context, call session.Call, a threadArg
 		return "", err
 	}
 	return fmt.Sprintf("no longer following %s; %d attached card(s) went back to the main Session; nothing was posted there", key, returned), nil
+}
+
+// replyOnPage keeps a reply under a request made through the API, which
+// has no conversation to write in, on the Ticket's page (and in GET
+// /api/tickets/{id}'s messages), where its caller reads it.
+func (e *Executor) replyOnPage(ctx context.Context, ticketID, cardID int64, key, text string) (string, error) {
+	body := e.deps.Scrubber.Scrub(strings.TrimSpace(text))
+	o := tickets.Outgoing{Key: key, TicketID: ticketID, CardID: cardID, Source: tickets.SourceGitHub, Kind: "comment",
+		Target: fmt.Sprintf("ticket:%d/page", ticketID), Body: body}
+	return e.write(ctx, o, func(context.Context) (string, error) {
+		return fmt.Sprintf("kept on the Ticket's page (ticket %d): the request came through the API", ticketID), nil
+	}, nil)
 }

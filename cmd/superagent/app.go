@@ -452,7 +452,11 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	a.prompts.Routes(hs.API)
 	a.webhooks.Routes(hs.Root)
 	a.webhooks.APIRoutes(hs.API)
-	admin.NewTicketsAPI(a.db, a.tickets, a.sessions, a.logger).WithPauser(a.pauser()).WithStopper(a.stopper()).Routes(hs.API)
+	ticketsAPI := admin.NewTicketsAPI(a.db, a.tickets, a.sessions, a.logger).WithPauser(a.pauser()).WithStopper(a.stopper())
+	if a.orchestrator != nil {
+		ticketsAPI.WithOpener(a.orchestrator, cfg.PublicURL)
+	}
+	ticketsAPI.Routes(hs.API)
 	panel.Routes(hs.Root)
 	panel.SetupRoutes(hs.API)
 	panel.OverviewRoutes(hs.API)

@@ -89,6 +89,29 @@ func (st *store) addReview(rp *repo, pr int, login, state, body string) *review 
 	return rv
 }
 
+// Review is a snapshot of a submitted review.
+type Review struct {
+	ID                 int64
+	Login, State, Body string
+}
+
+// Reviews lists the reviews of pull request pr of fullName, oldest first.
+func (s *Server) Reviews(fullName string, pr int) []Review {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	rp := s.st.repos[strings.ToLower(fullName)]
+	if rp == nil {
+		return nil
+	}
+	var out []Review
+	for _, rv := range rp.reviews {
+		if rv.pr == pr {
+			out = append(out, Review{ID: rv.id, Login: rv.login, State: rv.state, Body: rv.body})
+		}
+	}
+	return out
+}
+
 // AddReviewComment adds a review comment on pull request pr of fullName and
 // returns its id and its thread's GraphQL node id. It panics if InReplyTo
 // names no comment of pr.
