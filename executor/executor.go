@@ -200,6 +200,9 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 	if cfg.Session.Metrics != nil && cfg.Session.Repository == nil {
 		cfg.Session.Repository = e.repository
 	}
+	if cfg.Session.Budget == nil {
+		cfg.Session.Budget = e.sessionBudget
+	}
 	e.sessions = session.New(cfg.Session, deps.DB, deps.Model, e, deps.Scrubber, cfg.Now)
 	return e, nil
 }

@@ -423,7 +423,8 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		chats, feishuSignIn = a.webhooks, a.feishu
 	}
 	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie,
-		OAuth: a.oauth, PublicURL: cfg.PublicURL, AdminGitHubLogins: cfg.AdminGitHubLogins}, a.db, a.prompts, admin.Deps{
+		OAuth: a.oauth, PublicURL: cfg.PublicURL, AdminGitHubLogins: cfg.AdminGitHubLogins,
+		TicketBudget: tickets.Budget{Tokens: cfg.TicketBudget, Cost: cfg.TicketCostBudget}}, a.db, a.prompts, admin.Deps{
 		Tickets:      a.tickets,
 		Sessions:     a.sessions,
 		Pauser:       a.pauser(),
