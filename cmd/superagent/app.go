@@ -231,6 +231,7 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 		LeaseTTL:    cfg.ExecutorLease,
 		ReviewBots:  cfg.ReviewBots,
 		PublicURL:   cfg.PublicURL,
+		Local:       cfg.localRepos,
 		MayCommand:  a.orchestrator.MayCommand,
 		MayWorkIn:   a.orchestrator.RequesterMayWorkIn,
 		Environment: env,

@@ -114,6 +114,10 @@ type config struct {
 	TicketBudget int64
 	ReviewBots   []string
 
+	// localRepos are the local checkouts a `superagent run` works on in
+	// place of GitHub (executor.Config.Local); never from the environment.
+	localRepos map[string]workspace.Remote
+
 	// PublicURL is SUPERAGENT_PUBLIC_URL, the base of links to Ticket pages.
 	PublicURL string
 
