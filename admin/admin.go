@@ -97,6 +97,9 @@ type Config struct {
 	// AdminGitHubLogins sign in with GitHub as admins even without a
 	// person record (SUPERAGENT_ADMIN_GITHUB_LOGINS).
 	AdminGitHubLogins []string
+	// TicketBudget is the budget of a Ticket nobody raised (the
+	// Executor's default), shown on the Ticket's page. Default: no cap.
+	TicketBudget tickets.Budget
 }
 
 // Deps are the optional read sides the Ticket pages use. A nil field hides

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -30,6 +31,8 @@ type Pauser interface {
 type Stopper interface {
 	Stop(ctx context.Context, ticketID int64, actor, reason string) error
 	Continue(ctx context.Context, ticketID int64, actor string) error
+	// ContinueWith continues and raises the Ticket's budget together.
+	ContinueWith(ctx context.Context, ticketID int64, actor string, raise tickets.Budget) error
 	Retry(ctx context.Context, ticketID int64, actor string) error
 }
 
@@ -78,6 +81,8 @@ type ticketPage struct {
 	// Totals is the usage of all the Ticket's Sessions; nil without a
 	// session store.
 	Totals *session.Totals
+	// Budget says what the Ticket may spend and what of it is spent.
+	Budget string
 	// Behaviour is how each model behaved in the Ticket's Sessions.
 	Behaviour []session.Behaviour
 	CanPause  bool
@@ -172,6 +177,9 @@ func (a *Admin) getTicket(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		p.Totals = &totals
+		if p.Budget, err = a.budgetLine(ctx, id, totals); err != nil {
+			return err
+		}
 		if p.Behaviour, err = st.TicketBehaviour(ctx, a.db, id); err != nil {
 			return err
 		}
@@ -250,7 +258,16 @@ func (a *Admin) postTicket(w http.ResponseWriter, r *http.Request) error {
 		entry.Action, entry.Detail = actionStopTicket, reason
 		url = withQuery(url, "done", "stopped")
 	case "continue":
-		if err := a.deps.Stopper.Continue(ctx, id, actor); err != nil {
+		var raise tickets.Budget
+		if v := strings.TrimSpace(r.PostFormValue("budget")); v != "" {
+			b, ok, err := tickets.ParseBudget("budget " + v)
+			if err != nil || !ok {
+				return httpserver.Errorf(http.StatusBadRequest, "The budget reads like \"20M tokens\", \"20000000\" or \"$5\"; nothing was changed.")
+			}
+			raise = b
+			entry.Detail = "budget: " + b.String() + " more"
+		}
+		if err := a.deps.Stopper.ContinueWith(ctx, id, actor, raise); err != nil {
 			return stopError(err)
 		}
 		entry.Action = actionContinue
@@ -306,4 +323,32 @@ func stopError(err error) error {
 		return &httpserver.Error{Status: http.StatusConflict, Message: "The Ticket is done, so there is nothing to stop or continue.", Err: err}
 	}
 	return pauseError(err)
+}
+
+// budgetLine says what a Ticket may spend (its own budget, or the
+// default) and how much of it its Sessions spent.
+func (a *Admin) budgetLine(ctx context.Context, id int64, totals session.Totals) (string, error) {
+	b := a.cfg.TicketBudget
+	own, ok, err := a.deps.Tickets.TicketBudget(ctx, a.db, id)
+	if err != nil {
+		return "", err
+	}
+	kind := "the default"
+	if ok && own.Tokens > 0 {
+		b.Tokens, kind = own.Tokens, "given by "+own.SetBy
+	}
+	if ok && own.Cost > 0 {
+		b.Cost, kind = own.Cost, "given by "+own.SetBy
+	}
+	line := fmt.Sprintf("%s (%s); spent %s tokens", b, kind, tickets.Thousands(totals.Usage.Total()))
+	if b.Tokens > 0 {
+		line += fmt.Sprintf(" (%.0f%%)", 100*float64(totals.Usage.Total())/float64(b.Tokens))
+	}
+	if totals.Usage.Cost > 0 || b.Cost > 0 {
+		line += fmt.Sprintf(", cost %.4f", totals.Usage.Cost)
+	}
+	if ok && !own.Raise.IsZero() {
+		line += fmt.Sprintf("; %s more when its next Session starts", own.Raise)
+	}
+	return line, nil
 }

@@ -84,7 +84,15 @@ func (e *Executor) continueSession(ctx context.Context, t tickets.Ticket, prev i
 		if _, err := tx.Exec(ctx, `UPDATE executions SET session_id = $2, updated_at = $3 WHERE ticket_id = $1`, t.ID, sid, e.cfg.Now().UTC()); err != nil {
 			return fmt.Errorf("recording the new session of ticket %d: %w", t.ID, err)
 		}
-		if _, err := e.sessions.Append(ctx, tx, sid, b.String()); err != nil {
+		text := b.String()
+		line, err := e.renewBudget(ctx, tx, t)
+		if err != nil {
+			return err
+		}
+		if line != "" {
+			text += "\n" + line + "\n"
+		}
+		if _, err := e.sessions.Append(ctx, tx, sid, text); err != nil {
 			return err
 		}
 		return e.deps.Tickets.ContinueTaken(ctx, tx, t.ID)

@@ -73,6 +73,11 @@ type Config struct {
 	// Session's (orchestrator.Orchestrator.RequesterMayWorkIn). Default:
 	// none, and repository_set refuses.
 	MayWorkIn func(ctx context.Context, t tickets.Ticket, repo string) error
+	// Local maps repository names to local git checkouts that stand in
+	// for GitHub (superagent run): a Ticket of one clones it, git_push
+	// pushes its branch into it, and only the tools that need neither
+	// GitHub nor Feishu are offered, without checkpoints. Default: none.
+	Local map[string]workspace.Remote
 	// Environment is the deployment-wide part of the Environment section;
 	// each Ticket's facts follow it.
 	Environment []promptparts.Var
@@ -199,6 +204,9 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 	}
 	if cfg.Session.Metrics != nil && cfg.Session.Repository == nil {
 		cfg.Session.Repository = e.repository
+	}
+	if cfg.Session.Budget == nil {
+		cfg.Session.Budget = e.sessionBudget
 	}
 	e.sessions = session.New(cfg.Session, deps.DB, deps.Model, e, deps.Scrubber, cfg.Now)
 	return e, nil

@@ -79,7 +79,7 @@ func TestTypoFixBecomesADraftPullRequest(t *testing.T) {
 		require.Equal(t, tickets.ReportDone, reports[len(reports)-1].State)
 		require.Contains(t, reports[len(reports)-1].HumanAction, "mark it ready")
 		require.Contains(t, reports[len(reports)-1].Summary, "verified with ./test.sh")
-		require.Regexp(t, `Usage: [0-9]+ tokens .* over [0-9]+ model requests in 1 Sessions; cost [0-9]+\.[0-9]{4}\.$`, reports[len(reports)-1].Summary,
+		require.Regexp(t, `Usage: [0-9]+ tokens .* over [0-9]+ model requests in 1 Sessions; cost [0-9]+\.[0-9]{4}; the Ticket's budget: .+\.$`, reports[len(reports)-1].Summary,
 			"the final report states the Ticket's token use and cost")
 		// The cost is the Ticket's when it reported: in review, its Session
 		// went on to end its turn.

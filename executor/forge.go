@@ -42,6 +42,9 @@ func (e *Executor) installationClient(ctx context.Context, repo string) (*github
 // remote is the Ticket's repository as git reaches it, with a current
 // installation token (which stays in git's environment).
 func (e *Executor) remote(ctx context.Context, repo string) (workspace.Remote, error) {
+	if r, ok := e.localRemote(repo); ok {
+		return r, nil
+	}
 	if e.deps.GitHub == nil {
 		return workspace.Remote{}, errNoGitHub
 	}

@@ -74,6 +74,9 @@ func (e *Executor) environment(t tickets.Ticket) []promptparts.Var {
 	if t.Repo == "" {
 		add("Repository", "none yet: no workspace, and nothing to write to on GitHub until a person names one and repository_set sets it")
 	}
+	if _, ok := e.localRemote(t.Repo); ok {
+		add("Run", localNote)
+	}
 	if t.Repo != "" {
 		add("Branch", e.workBranch(t))
 		add("Workspace", "a clone of "+t.Repo+" at "+workspaceMount+" (commands run there, isolated, without network unless configured)")

@@ -48,6 +48,16 @@ const (
 // successful call of one resets the Session's stall count.
 func (e *Executor) registry() (*session.Registry, error) {
 	tools := e.tools()
+	if e.local() {
+		// A checkout of this machine needs no checkpoint: the workspace
+		// stays here, and a hidden ref would land in the person's
+		// repository.
+		tools = onlyLocal(tools)
+		for i := range tools {
+			tools[i] = e.metrics.counted(tools[i])
+		}
+		return session.NewRegistry(tools...)
+	}
 	for i := range tools {
 		tools[i] = e.metrics.counted(e.checkpointed(tools[i]))
 	}

@@ -328,8 +328,12 @@ func (e *Executor) report(ctx context.Context, call session.Call, a reportArgs) 
 		if u.Cost == 0 && u.Total() > 0 {
 			cost = "cost unknown (no model price is configured)"
 		}
-		summary += fmt.Sprintf("\n\nUsage: %d tokens (input %d, cache reads %d, cache writes %d, output %d) over %d model requests in %d Sessions; %s.",
-			u.Total(), u.Input, u.CacheRead, u.CacheWrite, u.Output, totals.Requests, totals.Sessions, cost)
+		budget, err := e.Budget(ctx, e.deps.DB, call.TicketID)
+		if err != nil {
+			return "", err
+		}
+		summary += fmt.Sprintf("\n\nUsage: %d tokens (input %d, cache reads %d, cache writes %d, output %d) over %d model requests in %d Sessions; %s; the Ticket's budget: %s.",
+			u.Total(), u.Input, u.CacheRead, u.CacheWrite, u.Output, totals.Requests, totals.Sessions, cost, budget)
 	}
 	r := tickets.Report{TicketID: call.TicketID, SessionID: call.SessionID, State: a.State, Summary: summary,
 		HumanAction: strings.TrimSpace(a.HumanAction)}

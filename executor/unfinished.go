@@ -237,6 +237,9 @@ type hostReport struct {
 // where the work is, and what a person can do.
 func (e *Executor) stoppedReport(ctx context.Context, t tickets.Ticket, s *session.Session) hostReport {
 	why := stopWhy(s.StateReason, e.finalWords(ctx, s.ID))
+	if note := e.budgetNote(ctx, t, s.StateReason); note != "" {
+		why = note
+	}
 	work := e.state(ctx, t).describe(e, t)
 	var b strings.Builder
 	fmt.Fprintf(&b, "The Executor stopped without finishing: %s.", why)

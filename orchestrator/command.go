@@ -225,6 +225,14 @@ func (o *Orchestrator) command(ctx context.Context, tx *db.Tx, cmd Command, t ti
 		log("ticket stopped", "reason", cmd.Reason)
 		return true, o.stopped(ctx, tx, t, &c, by, cmd.Reason)
 	case CommandContinue:
+		// "continue budget 20M tokens" raises the Ticket's budget too; a
+		// budget that cannot be read changes nothing and says how.
+		raise, _, err := tickets.ParseBudget(cmd.Reason)
+		if err != nil {
+			log("continue refused: unreadable budget", "words", oneLine(cmd.Reason))
+			return false, o.confirm(ctx, tx, t, &c, "budget", fmt.Sprintf("Ticket %d (%s) was not continued: %s, e.g. \"@%s continue budget 20M tokens\".",
+				t.ID, oneLine(t.Title), err, o.cfg.BotLogin))
+		}
 		atLimit := false
 		if o.deps.AtLimit != nil {
 			var err error
@@ -232,15 +240,18 @@ func (o *Orchestrator) command(ctx context.Context, tx *db.Tx, cmd Command, t ti
 				return false, err
 			}
 		}
-		err := st.Continue(ctx, tx, t.ID, by, atLimit)
+		err = st.Continue(ctx, tx, t.ID, by, atLimit)
 		if errors.Is(err, tickets.ErrNotStopped) || errors.Is(err, tickets.ErrEnded) || errors.Is(err, tickets.ErrPaused) {
 			return false, nil
 		}
 		if err != nil {
 			return false, err
 		}
-		log("ticket continued", "after_limit", atLimit)
-		return true, o.continued(ctx, tx, t, &c, by)
+		if err := st.RaiseBudget(ctx, tx, t.ID, raise, by); err != nil {
+			return false, err
+		}
+		log("ticket continued", "after_limit", atLimit, "raise", raise.Tokens, "raise_cost", raise.Cost)
+		return true, o.continued(ctx, tx, t, &c, by, raise)
 	case CommandRetry:
 		err := st.Retry(ctx, tx, t.ID)
 		if errors.Is(err, tickets.ErrNotFailed) || errors.Is(err, tickets.ErrEnded) || errors.Is(err, tickets.ErrPaused) {
@@ -287,14 +298,24 @@ func (o *Orchestrator) stopped(ctx context.Context, tx *db.Tx, t tickets.Ticket,
 // Continued wakes the Executor of a Ticket a person continued, which
 // starts its new Session, and confirms it (tickets.StopHook).
 func (o *Orchestrator) Continued(ctx context.Context, tx *db.Tx, t tickets.Ticket, by string) error {
-	return o.continued(ctx, tx, t, nil, by)
+	raise := tickets.Budget{}
+	if b, ok, err := o.deps.Tickets.TicketBudget(ctx, tx, t.ID); err != nil {
+		return err
+	} else if ok {
+		raise = b.Raise
+	}
+	return o.continued(ctx, tx, t, nil, by, raise)
 }
 
-func (o *Orchestrator) continued(ctx context.Context, tx *db.Tx, t tickets.Ticket, c *tickets.Card, by string) error {
+func (o *Orchestrator) continued(ctx context.Context, tx *db.Tx, t tickets.Ticket, c *tickets.Card, by string, raise tickets.Budget) error {
 	if err := o.EnqueueExecutor(ctx, tx, t.ID); err != nil {
 		return err
 	}
-	return o.confirm(ctx, tx, t, c, "continue", fmt.Sprintf("Continuing ticket %d (%s) at %s's word, in a new Session that picks up where the last one stopped.", t.ID, oneLine(t.Title), by))
+	text := fmt.Sprintf("Continuing ticket %d (%s) at %s's word, in a new Session that picks up where the last one stopped", t.ID, oneLine(t.Title), by)
+	if !raise.IsZero() {
+		text += fmt.Sprintf(", with %s more to spend", raise)
+	}
+	return o.confirm(ctx, tx, t, c, "continue", text+".")
 }
 
 // Retried wakes the Executor of a Ticket a person retried from the panel

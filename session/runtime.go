@@ -30,6 +30,10 @@ type Config struct {
 	// CostBudget caps their cost, in the model prices' currency. Default: 0,
 	// no cap.
 	CostBudget float64
+	// Budget, when set, gives a Ticket's own caps in place of TokenBudget
+	// and CostBudget (0 in a field: no cap), so that a person can raise
+	// one Ticket's. Default: nil, the same caps for every Ticket.
+	Budget func(ctx context.Context, q db.Querier, ticketID int64) (tokens int64, cost float64, err error)
 	// ContextWindow is the model's context size in tokens. Default: the
 	// model client's.
 	ContextWindow int64
@@ -399,7 +403,14 @@ func (r *Runtime) limit(ctx context.Context, s *Session, started time.Time) (str
 	if r.now().Sub(started) >= r.cfg.MaxWallTime {
 		return ReasonWallTime, nil
 	}
-	if r.cfg.TokenBudget <= 0 && r.cfg.CostBudget <= 0 {
+	tokens, cost := r.cfg.TokenBudget, r.cfg.CostBudget
+	if r.cfg.Budget != nil && s.TicketID != 0 {
+		var err error
+		if tokens, cost, err = r.cfg.Budget(ctx, r.d, s.TicketID); err != nil {
+			return "", err
+		}
+	}
+	if tokens <= 0 && cost <= 0 {
 		return "", nil
 	}
 	t := Totals{Usage: s.Usage}
@@ -409,10 +420,10 @@ func (r *Runtime) limit(ctx context.Context, s *Session, started time.Time) (str
 			return "", err
 		}
 	}
-	if r.cfg.TokenBudget > 0 && t.Usage.Total() >= r.cfg.TokenBudget {
+	if tokens > 0 && t.Usage.Total() >= tokens {
 		return ReasonTokenBudget, nil
 	}
-	if r.cfg.CostBudget > 0 && t.Usage.Cost >= r.cfg.CostBudget {
+	if cost > 0 && t.Usage.Cost >= cost {
 		return ReasonCostBudget, nil
 	}
 	return "", nil

@@ -146,6 +146,13 @@ func (p *Stopper) Stop(ctx context.Context, ticketID int64, actor, reason string
 // Continue starts a new Session of a Ticket whose work stopped
 // (Store.Continue).
 func (p *Stopper) Continue(ctx context.Context, ticketID int64, actor string) error {
+	return p.ContinueWith(ctx, ticketID, actor, Budget{})
+}
+
+// ContinueWith is Continue with a raise of the Ticket's budget
+// (Store.RaiseBudget), recorded in the same transaction; an empty raise
+// is a plain Continue.
+func (p *Stopper) ContinueWith(ctx context.Context, ticketID int64, actor string, raise Budget) error {
 	return p.d.InTx(ctx, func(tx *db.Tx) error {
 		atLimit := false
 		if p.atLimit != nil {
@@ -157,6 +164,9 @@ func (p *Stopper) Continue(ctx context.Context, ticketID int64, actor string) er
 		if err := p.store.Continue(ctx, tx, ticketID, actor, atLimit); err != nil {
 			return err
 		}
+		if err := p.store.RaiseBudget(ctx, tx, ticketID, raise, actor); err != nil {
+			return err
+		}
 		t, err := p.store.Ticket(ctx, tx, ticketID)
 		if err != nil {
 			return err
@@ -166,8 +176,12 @@ func (p *Stopper) Continue(ctx context.Context, ticketID int64, actor string) er
 				return err
 			}
 		}
+		raised := ""
+		if !raise.IsZero() {
+			raised = raise.String()
+		}
 		tx.AfterCommit(func() {
-			p.logger.Info("ticket continued", "ticket", ticketID, "repo", t.Repo, "by", actor, "after_limit", atLimit)
+			p.logger.Info("ticket continued", "ticket", ticketID, "repo", t.Repo, "by", actor, "after_limit", atLimit, "raise", raised)
 		})
 		return nil
 	})

@@ -232,6 +232,7 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 		LeaseTTL:    cfg.ExecutorLease,
 		ReviewBots:  cfg.ReviewBots,
 		PublicURL:   cfg.PublicURL,
+		Local:       cfg.localRepos,
 		MayCommand:  a.orchestrator.MayCommand,
 		MayWorkIn:   a.orchestrator.RequesterMayWorkIn,
 		Environment: env,
@@ -424,7 +425,8 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 		chats, feishuSignIn = a.webhooks, a.feishu
 	}
 	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie,
-		OAuth: a.oauth, PublicURL: cfg.PublicURL, AdminGitHubLogins: cfg.AdminGitHubLogins}, a.db, a.prompts, admin.Deps{
+		OAuth: a.oauth, PublicURL: cfg.PublicURL, AdminGitHubLogins: cfg.AdminGitHubLogins,
+		TicketBudget: tickets.Budget{Tokens: cfg.TicketBudget, Cost: cfg.TicketCostBudget}}, a.db, a.prompts, admin.Deps{
 		Tickets:      a.tickets,
 		Sessions:     a.sessions,
 		Pauser:       a.pauser(),

@@ -112,8 +112,14 @@ type config struct {
 	ExecutorMaxSteps    int
 	ExecutorRepeatLimit int
 	ExecutorStallSteps  int
-	TicketBudget        int64
-	ReviewBots          []string
+	// TicketBudget is the tokens a Ticket's Executor Sessions may use
+	// together unless a person raised it (defaultTicketBudget; 0: none).
+	TicketBudget int64
+	ReviewBots   []string
+
+	// localRepos are the local checkouts a `superagent run` works on in
+	// place of GitHub (executor.Config.Local); never from the environment.
+	localRepos map[string]workspace.Remote
 
 	// PublicURL is SUPERAGENT_PUBLIC_URL, the base of links to Ticket pages.
 	PublicURL string
@@ -431,6 +437,7 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		func() error {
 			v := getenv("SUPERAGENT_TICKET_TOKEN_BUDGET")
 			if v == "" {
+				c.TicketBudget = defaultTicketBudget
 				return nil
 			}
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -709,3 +716,8 @@ func parsePrice(name, v string) (*model.Price, error) {
 	}
 	return &model.Price{Input: f[0], CachedInput: f[1], Output: f[2]}, nil
 }
+
+// defaultTicketBudget is SUPERAGENT_TICKET_TOKEN_BUDGET when unset: ten
+// million tokens is a large change with a few rollovers on today's models,
+// and bounds what a Ticket that goes round in circles can spend.
+const defaultTicketBudget = 10_000_000

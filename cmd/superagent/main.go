@@ -24,6 +24,8 @@ Usage:
   superagent serve     run the HTTP server and workers (migrates at start)
   superagent worker    run workers only; start several to scale out
   superagent migrate   apply database migrations and exit
+  superagent run       work one Ticket on a local git checkout from the terminal
+  superagent deliver   sign and send a GitHub or Feishu payload file to a running service
   superagent prompts   export, import or diff the team's prompt configuration
   superagent people    export or import who is who (a JSON file)
   superagent setup     register a GitHub App (manifest flow) or check Feishu credentials
@@ -55,7 +57,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "serve", "worker", "migrate", "prompts", "people", "setup", "doctor", "healthcheck":
+	case "serve", "worker", "migrate", "prompts", "people", "setup", "doctor", "healthcheck", "run", "deliver":
 		if asksForHelp(args[1:]) {
 			fmt.Fprint(stdout, commandUsage[args[0]])
 			return 0
@@ -84,6 +86,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	defer stop()
 
 	switch args[0] {
+	case "run":
+		return runCommand(ctx, cfg, args[1:], stdout, stderr)
+	case "deliver":
+		return deliverCommand(ctx, cfg, args[1:], stdout, stderr)
 	case "prompts":
 		return promptsCommand(ctx, cfg, args[1:], stdout, stderr)
 	case "people":
@@ -142,6 +148,8 @@ var commandUsage = map[string]string{
       endpoint and the sandbox, and say how to fix what is wrong
 `,
 	"prompts": promptsUsage,
+	"run":     runUsage,
+	"deliver": deliverUsage,
 	"people":  peopleUsage,
 	"setup":   setupUsage,
 }

@@ -1,8 +1,10 @@
 package feishu
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -32,6 +34,25 @@ func Decrypt(encrypted, encryptKey string) ([]byte, error) {
 	plain := make([]byte, len(data))
 	cipher.NewCBCDecrypter(block, iv).CryptBlocks(plain, data)
 	return unpad(plain)
+}
+
+// Encrypt is Decrypt's inverse, for sending an event as Feishu would
+// (superagent deliver): a random IV, AES-256-CBC keyed by SHA-256 of the
+// Encrypt Key, PKCS#7 padding, base64.
+func Encrypt(plain []byte, encryptKey string) (string, error) {
+	key := sha256.Sum256([]byte(encryptKey))
+	block, err := aes.NewCipher(key[:])
+	if err != nil {
+		return "", fmt.Errorf("creating cipher: %w", err)
+	}
+	pad := aes.BlockSize - len(plain)%aes.BlockSize
+	data := append(append([]byte(nil), plain...), bytes.Repeat([]byte{byte(pad)}, pad)...)
+	out := make([]byte, aes.BlockSize+len(data))
+	if _, err := rand.Read(out[:aes.BlockSize]); err != nil {
+		return "", fmt.Errorf("choosing an IV: %w", err)
+	}
+	cipher.NewCBCEncrypter(block, out[:aes.BlockSize]).CryptBlocks(out[aes.BlockSize:], data)
+	return base64.StdEncoding.EncodeToString(out), nil
 }
 
 var errBadPadding = errors.New("bad PKCS#7 padding")

@@ -98,3 +98,13 @@ func TestSignature(t *testing.T) {
 		feishu.Signature("1700000000", "nonce-1", testEncryptKey, []byte(`{"encrypt":"abc"}`)))
 	require.Equal(t, fakefeishu.Sign("1", "n", "k", []byte("body")), feishu.Signature("1", "n", "k", []byte("body")))
 }
+
+func TestEncryptOpensWithDecrypt(t *testing.T) {
+	for _, plain := range []string{"", "x", "exactly sixteen!", `{"schema":"2.0","header":{"event_id":"e1"}}`} {
+		enc, err := feishu.Encrypt([]byte(plain), "an encrypt key")
+		require.NoError(t, err)
+		got, err := feishu.Decrypt(enc, "an encrypt key")
+		require.NoError(t, err)
+		require.Equal(t, plain, string(got))
+	}
+}
