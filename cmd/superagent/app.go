@@ -36,6 +36,7 @@ import (
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/promptparts/trial"
 	"github.com/superagent-dev/superagent/session"
+	"github.com/superagent-dev/superagent/shots"
 	"github.com/superagent-dev/superagent/tickets"
 	"github.com/superagent-dev/superagent/webhooks"
 )
@@ -456,6 +457,8 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	panel.SetupRoutes(hs.API)
 	panel.OverviewRoutes(hs.API)
 	panel.PeopleAPI().Routes(hs.API)
+	// The Executors' screenshots, public at unguessable addresses.
+	shots.New(shots.Config{}, a.db).Routes(hs.Root, a.logger)
 	// Header, body, write and idle timeouts: see httpserver.HTTPServer; the
 	// live Ticket pages stream past the write timeout (StreamWrites).
 	srv := hs.HTTPServer(context.WithoutCancel(ctx))

@@ -339,3 +339,20 @@ func cropPage(data []byte, minHeight int) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// MergeBase returns the commit the work started from: the merge base of
+// HEAD and origin/<base>, or origin's default branch when base is "".
+func (w *Workspace) MergeBase(ctx context.Context, base string) (string, error) {
+	ref := "refs/remotes/origin/HEAD"
+	if base != "" {
+		if err := checkBranchName(base); err != nil {
+			return "", fmt.Errorf("finding the base commit: %w", err)
+		}
+		ref = "refs/remotes/origin/" + base
+	}
+	out, err := w.git(ctx, "merge-base", ref, "HEAD")
+	if err != nil {
+		return "", fmt.Errorf("finding the base commit (merge base with %s): %w", strings.TrimPrefix(ref, "refs/remotes/"), err)
+	}
+	return strings.TrimSpace(out), nil
+}
