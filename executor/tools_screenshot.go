@@ -77,6 +77,7 @@ func (e *Executor) screenshot(ctx context.Context, ws *workspace.Workspace, t ti
 		return "", err
 	}
 	link := shots.URL(e.cfg.PublicURL, kept.Token)
+	e.showCard(ctx, t.ID)
 	e.cfg.Logger.Info("screenshot taken", "ticket", t.ID, "token", kept.Token, "before", a.Before, "width", kept.Width, "height", kept.Height,
 		"bytes", len(data), "duration", res.Duration.Round(time.Millisecond))
 	return fmt.Sprintf("took a %dx%d screenshot (%s) of %s on %s, %d bytes, kept by the service.\n"+
@@ -133,4 +134,45 @@ func (e *Executor) screenshotsReady(ctx context.Context, t tickets.Ticket, body 
 		msg += fmt.Sprintf("; %d linked screenshot(s) are not this Ticket's", foreign)
 	}
 	return msg + "); other image links do not count: " + how, nil
+}
+
+// cardShots are the status card's images: the Ticket's latest screenshot
+// before the change and its latest after, uploaded to Feishu once each
+// (the image key is kept with the shot). One that cannot be uploaded is
+// left out, and the card shows the rest.
+func (e *Executor) cardShots(ctx context.Context, t tickets.Ticket) ([]any, error) {
+	all, err := e.deps.Shots.OfTicket(ctx, t.ID)
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	latest := map[string]shots.Shot{}
+	for _, s := range all {
+		kind, _, _ := strings.Cut(s.Label, ":")
+		latest[kind] = s
+	}
+	var out []any
+	for _, kind := range []string{"before", "after"} {
+		s, ok := latest[kind]
+		if !ok {
+			continue
+		}
+		if s.FeishuImageKey == "" {
+			data, err := e.deps.Shots.PNG(ctx, s.Token)
+			if err != nil {
+				return nil, err
+			}
+			key, err := e.deps.Feishu.UploadImage(ctx, data)
+			if err != nil {
+				e.cfg.Logger.Warn("uploading a screenshot to Feishu", "ticket", t.ID, "token", s.Token, "error", err)
+				continue
+			}
+			if err := e.deps.Shots.SetFeishuImageKey(ctx, s.Token, key); err != nil {
+				return nil, err
+			}
+			s.FeishuImageKey = key
+		}
+		out = append(out, map[string]any{"tag": "img", "img_key": s.FeishuImageKey,
+			"alt": map[string]any{"tag": "plain_text", "content": oneLine(e.deps.Scrubber.Scrub(s.Label), 100)}})
+	}
+	return out, nil
 }
