@@ -153,7 +153,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		a.logger.Warn("no model configured (SUPERAGENT_MODEL): routing is off; cards wait as candidates")
 		return nil
 	}
-	router, err := cfg.Router.watchedClient(modelhealth.NewWatch(a.db, modelhealth.Main, cfg.Router.Model, cfg.scrub, a.logger, nil))
+	router, err := cfg.Router.watchedClient(modelhealth.NewWatch(a.db, modelhealth.Main, cfg.Router.Model, cfg.scrub, a.logger, nil), nil)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,11 @@ func (a *app) buildOrchestrator(cfg *config) error {
 // buildExecutor wires the Executor Sessions on the executor model, with
 // their workspaces and command sandbox under the data directory.
 func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.Metrics) error {
-	m, err := cfg.ExecutorModel.watchedClient(modelhealth.NewWatch(a.db, modelhealth.Executor, cfg.ExecutorModel.Model, cfg.scrub, a.logger, nil))
+	var images func(context.Context, string) []string
+	if cfg.ModelImages {
+		images = shotImages(shots.New(shots.Config{}, a.db), cfg.PublicURL)
+	}
+	m, err := cfg.ExecutorModel.watchedClient(modelhealth.NewWatch(a.db, modelhealth.Executor, cfg.ExecutorModel.Model, cfg.scrub, a.logger, nil), images)
 	if err != nil {
 		return err
 	}

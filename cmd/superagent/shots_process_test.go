@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image/color"
 	"image/png"
 	"io"
@@ -126,6 +128,7 @@ func TestInterfaceChangeShowsItsOwnScreenshots(t *testing.T) {
 		env := serviceEnv(t, dbURL, gh, model, secret, token)
 		public := "http://" + env["SUPERAGENT_ADDR"]
 		env["SUPERAGENT_PUBLIC_URL"] = public
+		env["SUPERAGENT_MODEL_IMAGES"] = "on"
 		p := start(t, "serve", env, "serve")
 		p.waitHTTP("/readyz", 30*time.Second)
 		installApp(t, p, secret, "shots-install", dbURL)
@@ -161,6 +164,26 @@ func TestInterfaceChangeShowsItsOwnScreenshots(t *testing.T) {
 			c := color.RGBAModel.Convert(img.At(790, 590)).(color.RGBA)
 			require.Equal(t, want[l[1]], c, "the %s screenshot shows the page %s the change", l[1], l[1])
 		}
+		// The model that accepts images saw each screenshot after taking it.
+		seen := 0
+		for _, r := range model.Requests() {
+			if m := r.LastMessage(); m.Role == "user" {
+				parts, _ := m.Raw["content"].([]any)
+				for _, p := range parts {
+					u, _ := p.(map[string]any)["image_url"].(map[string]any)
+					data, ok := strings.CutPrefix(fmt.Sprint(u["url"]), "data:image/png;base64,")
+					if !ok {
+						continue
+					}
+					raw, err := base64.StdEncoding.DecodeString(data)
+					require.NoError(t, err)
+					_, err = png.Decode(bytes.NewReader(raw))
+					require.NoError(t, err)
+					seen++
+				}
+			}
+		}
+		require.Equal(t, 2, seen, "each screenshot shown once")
 		resp, err := http.Get(public + "/shots/" + strings.Repeat("0", 32) + ".png")
 		require.NoError(t, err)
 		_ = resp.Body.Close()
