@@ -3,7 +3,8 @@
 # superagent as a small image that runs as a non-root user. The binary is
 # static; the image adds what the Executors need: git (clone, commit, push)
 # and bubblewrap (the sandbox the model's commands run in), with slirp4netns
-# and iproute2 for the sandbox's own network when it is turned on.
+# and iproute2 for the sandbox's own network when it is turned on, and
+# Chromium with a font for the screenshot tool.
 #
 #   docker build --build-arg VERSION="$(git describe --tags --always --dirty)" -t superagent .
 #   docker run -p 8080:8080 -v superagent-data:/data superagent            # serve
@@ -27,7 +28,7 @@ RUN mkdir -p /out/data
 
 FROM docker.io/library/debian:bookworm-slim
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git bubblewrap slirp4netns iproute2 util-linux ca-certificates \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git bubblewrap slirp4netns iproute2 util-linux ca-certificates chromium fonts-dejavu-core \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 65532 nonroot && useradd --uid 65532 --gid 65532 --no-create-home --shell /usr/sbin/nologin nonroot
 COPY --from=build /out/superagent /usr/local/bin/superagent

@@ -317,6 +317,11 @@ func (e *Executor) cardContent(ctx context.Context, t tickets.Ticket) (feishu.Co
 		line := fmt.Sprintf("Latest report (%s): %s", r.State, oneLine(summary, 200))
 		elements = append(elements, map[string]any{"tag": "div", "text": plain(e.deps.Scrubber.Scrub(line))})
 	}
+	images, err := e.cardShots(ctx, t)
+	if err != nil {
+		return feishu.Content{}, err
+	}
+	elements = append(elements, images...)
 	var actions []any
 	for _, cmd := range cardCommands(t) {
 		style := "default"

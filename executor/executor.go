@@ -21,6 +21,7 @@ import (
 	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
+	"github.com/superagent-dev/superagent/shots"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -117,6 +118,8 @@ type Deps struct {
 	// secrets and the Tickets' setup outcomes. Default: a store over DB
 	// without a key, which reads no secrets.
 	RepoEnv *repoenv.Store
+	// Shots keeps the screenshot tool's images. Default: a store over DB.
+	Shots *shots.Store
 }
 
 // Defaults of the watches on an Executor Session (session.Config). Three
@@ -194,6 +197,9 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
+	}
+	if deps.Shots == nil {
+		deps.Shots = shots.New(shots.Config{Now: cfg.Now}, deps.DB)
 	}
 	if deps.RepoEnv == nil {
 		deps.RepoEnv = repoenv.New(deps.DB, nil, cfg.Now)

@@ -1,6 +1,11 @@
 package executor_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image"
+	"image/png"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +18,8 @@ import (
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/promptparts"
+	"github.com/superagent-dev/superagent/shots"
+	"github.com/superagent-dev/superagent/tickets"
 )
 
 var theirs = regexp.MustCompile(`already in #([0-9]+)`)
@@ -125,11 +132,15 @@ func TestAutoMergeOnlyBelowTheThreshold(t *testing.T) {
 }
 
 // pr_update ready:true is refused while the pull request lacks the pushed
-// work or, for a user interface change, the before and after screenshots.
+// work or, for a user interface change, the before and after screenshots
+// the service took for this Ticket: any two image links, or another
+// Ticket's screenshot, do not do.
 func TestReadyNeedsPushedWorkAndScreenshots(t *testing.T) {
 	t.Parallel()
-	const shots = "Adds a landing page. Before: ![before](https://example.com/before.png) After: ![after](https://example.com/after.png)"
+	const pub = "https://agent.example.com"
+	const anyImages = "Adds a landing page. Before: ![before](https://example.com/before.png) After: ![after](https://example.com/after.png)"
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		var own, others string // descriptions with this Ticket's and with another's shots
 		e := setup(t, d, afterPR(func(tn turn) fakeopenai.Reply {
 			if !strings.Contains(tn.cards, "landing page") {
 				return fakeopenai.Text("Nothing to do.")
@@ -139,6 +150,10 @@ func TestReadyNeedsPushedWorkAndScreenshots(t *testing.T) {
 				if s.name == "pr_update" {
 					updates++
 				}
+			}
+			body := func(b string) string {
+				args, _ := json.Marshal(map[string]any{"ready": true, "body": b})
+				return string(args)
 			}
 			switch {
 			case !tn.called("write_file"):
@@ -150,26 +165,55 @@ func TestReadyNeedsPushedWorkAndScreenshots(t *testing.T) {
 			case !tn.called("git_push"):
 				return call("git_push", `{}`)
 			case updates == 1:
-				return call("pr_update", `{"ready":true,"body":"Adds a landing page."}`)
+				return call("pr_update", body("Adds a landing page."))
 			case updates == 2:
-				return call("pr_update", `{"ready":true,"body":"`+shots+`"}`)
+				return call("pr_update", body(anyImages))
+			case updates == 3:
+				return call("pr_update", body(others))
+			case updates == 4:
+				return call("pr_update", body(own))
 			}
 			return fakeopenai.Text("Ready for review.")
 		}))
+		e.publicURL = pub
+		e.x = e.executor(t)
 		tk, pr := e.openPR(t)
+		ctx := context.Background()
+		store := shots.New(shots.Config{}, d)
+		other, err := e.store.CreateTicket(ctx, d, tickets.Ticket{Title: "Another page", Repo: repo})
+		require.NoError(t, err)
+		img := tinyPNG(t)
+		link := func(ticket int64, label string) string {
+			sh, err := store.Put(ctx, ticket, label+": http://localhost:8000/", "http://localhost:8000/", img)
+			require.NoError(t, err)
+			return "![" + label + "](" + shots.URL(pub, sh.Token) + ")"
+		}
+		after := link(tk.ID, "after")
+		own = "Adds a landing page.\n\n" + link(tk.ID, "before") + "\n" + after
+		others = "Adds a landing page.\n\n" + link(other.ID, "before") + "\n" + after
 		e.admit(t, pr, "alice", "Please add a landing page and mark it ready.")
 		e.run(t, tk.ID)
 
 		updates := e.modelCalls("pr_update")
-		require.Len(t, updates, 3)
+		require.Len(t, updates, 5)
 		require.Contains(t, updates[0].result, "refused: not ready: the workspace's commit ")
 		require.Contains(t, updates[0].result, "commit and push first")
-		require.Contains(t, updates[1].result, "refused: not ready: it changes a user interface (static/index.html): the description needs a real screenshot of the state before the change and one after")
+		require.Contains(t, updates[1].result, "refused: not ready: it changes a user interface (static/index.html): the description needs this Ticket's own screenshots, one before the change and one after (it shows 0 before and 0 after)")
 		require.NotContains(t, updates[1].result, "commit and push first")
-		require.Equal(t, "updated octo/hello#"+strconv.Itoa(pr)+"; it is ready for review", updates[2].result)
+		require.Contains(t, updates[2].result, "other image links do not count: take them with the screenshot tool", "any two image links do not do")
+		require.Contains(t, updates[3].result, "it shows 0 before and 1 after; 1 linked screenshot(s) are not this Ticket's")
+		require.Equal(t, "updated octo/hello#"+strconv.Itoa(pr)+"; it is ready for review", updates[4].result)
 
 		p := e.pull(t, pr)
 		require.False(t, p.Draft)
-		require.True(t, strings.HasPrefix(p.Body, promptparts.DefaultAgentLine+"\n\n"+shots), p.Body)
+		require.True(t, strings.HasPrefix(p.Body, promptparts.DefaultAgentLine+"\n\n"+own), p.Body)
 	})
+}
+
+// tinyPNG is a small valid PNG.
+func tinyPNG(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 4, 3))))
+	return buf.Bytes()
 }

@@ -78,6 +78,8 @@ func (e *Executor) tools() []session.Tool {
 			Description: "Replace text in a workspace file: old_text must occur exactly once unless replace_all."}.Tool(),
 		session.Spec[searchArgs]{Name: ToolSearchCode, Idempotent: true, Handler: inWorkspace(e, e.searchCode),
 			Description: "Search the workspace's text files for a regular expression (RE2)."}.Tool(),
+		session.Spec[screenshotArgs]{Name: ToolScreenshot, Progress: true, Handler: inWorkspace(e, e.screenshot),
+			Description: screenshotDescription}.Tool(),
 		session.Spec[noArgs]{Name: ToolGitStatus, Idempotent: true, Handler: inWorkspace(e, e.gitStatus),
 			Description: "The workspace's git status."}.Tool(),
 		session.Spec[diffArgs]{Name: ToolGitDiff, Idempotent: true, Handler: inWorkspace(e, e.gitDiff),

@@ -173,10 +173,7 @@ func (e *Executor) prOpen(ctx context.Context, call session.Call, a prOpenArgs) 
 	return fmt.Sprintf("opened draft pull request %s#%d from %s", t.Repo, number, branch), nil
 }
 
-var (
-	uiFile = regexp.MustCompile(`(?i)\.(css|scss|sass|less|html?|jsx|tsx|vue|svelte|xib|storyboard)$|(^|/)(ui|components|views|pages|templates|static)/`)
-	image  = regexp.MustCompile(`!\[[^\]]*\]\([^)]+\)|<img\s`)
-)
+var uiFile = regexp.MustCompile(`(?i)\.(css|scss|sass|less|html?|jsx|tsx|vue|svelte|xib|storyboard)$|(^|/)(ui|components|views|pages|templates|static)/`)
 
 // readiness lists what keeps a pull request from being ready: unpushed
 // work, and for a change to a user interface the before and after
@@ -200,8 +197,12 @@ func (e *Executor) readiness(ctx context.Context, t tickets.Ticket, pr *githubap
 	}
 	for _, f := range files {
 		if uiFile.MatchString(f) {
-			if len(image.FindAllString(body, -1)) < 2 {
-				problems = append(problems, "it changes a user interface ("+f+"): the description needs a real screenshot of the state before the change and one after")
+			missing, err := e.screenshotsReady(ctx, t, body)
+			if err != nil {
+				return nil, err
+			}
+			if missing != "" {
+				problems = append(problems, "it changes a user interface ("+f+"): "+missing)
 			}
 			break
 		}

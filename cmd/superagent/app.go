@@ -36,6 +36,7 @@ import (
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/promptparts/trial"
 	"github.com/superagent-dev/superagent/session"
+	"github.com/superagent-dev/superagent/shots"
 	"github.com/superagent-dev/superagent/tickets"
 	"github.com/superagent-dev/superagent/webhooks"
 )
@@ -152,7 +153,7 @@ func (a *app) buildOrchestrator(cfg *config) error {
 		a.logger.Warn("no model configured (SUPERAGENT_MODEL): routing is off; cards wait as candidates")
 		return nil
 	}
-	router, err := cfg.Router.watchedClient(modelhealth.NewWatch(a.db, modelhealth.Main, cfg.Router.Model, cfg.scrub, a.logger, nil))
+	router, err := cfg.Router.watchedClient(modelhealth.NewWatch(a.db, modelhealth.Main, cfg.Router.Model, cfg.scrub, a.logger, nil), nil)
 	if err != nil {
 		return err
 	}
@@ -212,7 +213,11 @@ func (a *app) buildOrchestrator(cfg *config) error {
 // buildExecutor wires the Executor Sessions on the executor model, with
 // their workspaces and command sandbox under the data directory.
 func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.Metrics) error {
-	m, err := cfg.ExecutorModel.watchedClient(modelhealth.NewWatch(a.db, modelhealth.Executor, cfg.ExecutorModel.Model, cfg.scrub, a.logger, nil))
+	var images func(context.Context, string) []string
+	if cfg.ModelImages {
+		images = shotImages(shots.New(shots.Config{}, a.db), cfg.PublicURL)
+	}
+	m, err := cfg.ExecutorModel.watchedClient(modelhealth.NewWatch(a.db, modelhealth.Executor, cfg.ExecutorModel.Model, cfg.scrub, a.logger, nil), images)
 	if err != nil {
 		return err
 	}
@@ -463,6 +468,8 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	panel.SetupRoutes(hs.API)
 	panel.OverviewRoutes(hs.API)
 	panel.PeopleAPI().Routes(hs.API)
+	// The Executors' screenshots, public at unguessable addresses.
+	shots.New(shots.Config{}, a.db).Routes(hs.Root, a.logger)
 	// Header, body, write and idle timeouts: see httpserver.HTTPServer; the
 	// live Ticket pages stream past the write timeout (StreamWrites).
 	srv := hs.HTTPServer(context.WithoutCancel(ctx))

@@ -86,6 +86,9 @@ type config struct {
 
 	Sandbox         workspace.SandboxMode
 	SandboxNetwork  bool
+	// ModelImages is SUPERAGENT_MODEL_IMAGES: the Executor's model is
+	// shown the screenshots it takes.
+	ModelImages bool
 	SandboxReadOnly []string
 	SandboxEgress   []string // SUPERAGENT_SANDBOX_EGRESS, with the network on
 	// The sandbox's per-command limits; zero means the workspace
@@ -346,6 +349,16 @@ func loadConfig(getenv func(string) string) (*config, error) {
 				c.SandboxNetwork = true
 			default:
 				return &settingError{"SUPERAGENT_SANDBOX_NETWORK", fmt.Sprintf("must be on or off, got %q", v)}
+			}
+			return nil
+		},
+		func() error {
+			switch v := getenv("SUPERAGENT_MODEL_IMAGES"); v {
+			case "", "off", "false", "0":
+			case "on", "true", "1":
+				c.ModelImages = true
+			default:
+				return &settingError{"SUPERAGENT_MODEL_IMAGES", fmt.Sprintf("must be on or off, got %q", v)}
 			}
 			return nil
 		},

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/superagent-dev/superagent/internal/model"
 	"github.com/superagent-dev/superagent/internal/modelhealth"
+	"github.com/superagent-dev/superagent/shots"
 )
 
 // roleModel is the model settings of one role: the Executors
@@ -40,10 +43,29 @@ func (m roleModel) client() (*model.Client, error) { return model.New(m.config()
 
 // watchedClient is the model client of the role whose every attempt
 // w records (see modelhealth.Watch).
-func (m roleModel) watchedClient(w *modelhealth.Watch) (*model.Client, error) {
+// images, if not nil, is model.Config.Images.
+func (m roleModel) watchedClient(w *modelhealth.Watch, images func(context.Context, string) []string) (*model.Client, error) {
 	cfg := m.config()
 	cfg.Observe = w.Observe
+	cfg.Images = images
 	return model.New(cfg)
+}
+
+// shotImages is model.Config.Images for SUPERAGENT_MODEL_IMAGES: the
+// screenshots under publicURL a tool result links to, as data: URLs, so
+// the provider need not reach the service.
+func shotImages(store *shots.Store, publicURL string) func(context.Context, string) []string {
+	return func(ctx context.Context, result string) []string {
+		var out []string
+		for _, token := range shots.Linked(result, publicURL) {
+			data, err := store.PNG(ctx, token)
+			if err != nil {
+				continue
+			}
+			out = append(out, "data:image/png;base64,"+base64.StdEncoding.EncodeToString(data))
+		}
+		return out
+	}
 }
 
 // loadModelSettings reads both roles' model settings and the per-Ticket

@@ -83,6 +83,8 @@ var etcFiles = []string{
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
 	"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates", "/etc/alternatives", "/etc/mime.types",
 	"/etc/inputrc", "/etc/bash.bashrc", "/etc/profile",
+	// Fontconfig's configuration: without it a headless browser draws no text.
+	"/etc/fonts",
 }
 
 // sandboxResolvConf points the sandbox at slirp4netns's DNS forwarder.
@@ -297,7 +299,11 @@ func newLaunch(cfg Config, dir, chdir, command, proxySock string, x extras) (l *
 		l.args = append(l.args, "/usr/bin/setpriv", "--reuid="+id, "--regid="+id, "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--")
 	}
-	cmd := append(limitArgs(cfg), "/bin/sh", "-c", command)
+	limits := cfg
+	if x.addressSpace > 0 {
+		limits.MemoryBytes = x.addressSpace
+	}
+	cmd := append(limitArgs(limits), "/bin/sh", "-c", command)
 	if proxySock != "" {
 		cmd = relayArgs(cmd...)
 	}
@@ -381,6 +387,21 @@ type Result struct {
 // Config.MaxTimeout). A non-zero exit is reported in Result, not as an error;
 // errors are for failures on the host side.
 func (w *Workspace) Run(ctx context.Context, command string, workdir string, timeout time.Duration) (Result, error) {
+	return w.run(ctx, command, workdir, timeout, runOpts{})
+}
+
+// runOpts are what a command run by the service itself (a screenshot)
+// changes of Run.
+type runOpts struct {
+	// collect, if not nil, is given the host directory of the command's
+	// /tmp once the command has ended, before it is emptied.
+	collect func(tmp string)
+	// addressSpace, if not zero, is the command's RLIMIT_AS instead of
+	// Config.MemoryBytes (a browser reserves far more than it uses).
+	addressSpace int64
+}
+
+func (w *Workspace) run(ctx context.Context, command string, workdir string, timeout time.Duration, opt runOpts) (Result, error) {
 	if err := w.exists(); err != nil {
 		return Result{}, err
 	}
@@ -399,6 +420,7 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 	}
 	x := w.extras
 	x.id = identityOf(w.id)
+	x.addressSpace = opt.addressSpace
 	if x.tmp, x.build, err = w.prepareScratch(ctx, w.buildLower); err != nil {
 		return Result{}, fmt.Errorf("running command: %w", err)
 	}
@@ -421,6 +443,9 @@ func (w *Workspace) Run(ctx context.Context, command string, workdir string, tim
 			return Result{}, errors.New("running command: sandbox not checked; create the workspace through NewManager")
 		}
 		st, err = w.m.runSandboxed(runCtx, w.tools, w.dir, path2sandbox(rel), command, out, x, quota)
+	}
+	if opt.collect != nil {
+		opt.collect(x.tmp)
 	}
 	res := Result{Duration: st.duration, ExitCode: st.exitCode, OverQuota: st.over != usage{}}
 	res.Output, res.Truncated = out.result()

@@ -47,6 +47,8 @@ type extras struct {
 	build       buildLayers
 	id          identity
 	mounts      []bindMount // more host directories, e.g. the checkpoint's
+	// addressSpace replaces Config.MemoryBytes as RLIMIT_AS when not zero.
+	addressSpace int64
 }
 
 // bindMount is a host directory bound into the sandbox.

@@ -1,6 +1,7 @@
 package feishu
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -472,4 +473,32 @@ func (c *Client) call(ctx context.Context, name, op, chatKey string,
 		c.metrics.waited(name, wait)
 		outcome = "error"
 	})
+}
+
+// UploadImage uploads a PNG, JPEG, GIF, BMP or WebP image of at most
+// 10 MB for messages and cards (POST /open-apis/im/v1/images,
+// image_type=message) and returns its image_key. Each upload makes a new
+// key: keep it rather than upload the same image again.
+func (c *Client) UploadImage(ctx context.Context, image []byte) (string, error) {
+	const op = "uploading an image"
+	if len(image) == 0 || len(image) > 10<<20 {
+		return "", fmt.Errorf("%s: %d bytes is outside 1 byte to 10 MB", op, len(image))
+	}
+	var key string
+	err := c.call(ctx, "upload_image", op, "images", func(ctx context.Context) (*larkcore.ApiResp, larkcore.CodeError, error) {
+		req := larkim.NewCreateImageReqBuilder().Body(larkim.NewCreateImageReqBodyBuilder().
+			ImageType(larkim.ImageTypeMessage).Image(bytes.NewReader(image)).Build()).Build()
+		resp, err := c.lark.Im.Image.Create(ctx, req)
+		if err != nil {
+			return nil, larkcore.CodeError{}, err
+		}
+		if resp.Success() && resp.Data != nil {
+			key = deref(resp.Data.ImageKey)
+		}
+		return resp.ApiResp, resp.CodeError, nil
+	})
+	if err == nil && key == "" {
+		err = fmt.Errorf("%s: the answer has no image_key", op)
+	}
+	return key, err
 }

@@ -86,6 +86,13 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Random returns a number in [0, 1) for jitter. Default: math/rand/v2.
 	Random func() float64
+	// Images, when set, returns the images (URLs, data: URLs included) a
+	// tool result shows, for a model that accepts images. The images of
+	// the tool results after the last assistant message, those the model
+	// has not answered yet, follow them in a user message, at most
+	// maxImages, so each is sent once and not with every later request.
+	// Default: none.
+	Images func(ctx context.Context, toolResult string) []string
 	// Observe, when set, is told the outcome of every attempt, retries
 	// included: nil for an answer, else the attempt's error. An attempt
 	// cut short by ctx is not told. Default: none.
@@ -208,6 +215,9 @@ func (c *Client) ReplaysReasoning() bool { return c.replay }
 // is: Response.Fault names it, and the caller decides.
 func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 	params, err := c.params(req)
+	if err == nil {
+		c.showImages(ctx, req, &params)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -361,4 +371,30 @@ func (c *Client) price(reported string) Price {
 		return p
 	}
 	return c.cfg.Prices[reported]
+}
+
+// maxImages caps the images one request shows.
+const maxImages = 4
+
+// showImages appends the images of the tool results the model has not
+// answered yet (Config.Images) to params, in a user message.
+func (c *Client) showImages(ctx context.Context, req Request, params *openai.ChatCompletionNewParams) {
+	if c.cfg.Images == nil {
+		return
+	}
+	var urls []string
+	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != RoleAssistant; i-- {
+		if m := req.Messages[i]; m.Role == RoleTool {
+			urls = append(c.cfg.Images(ctx, m.Content), urls...)
+		}
+	}
+	if len(urls) == 0 {
+		return
+	}
+	urls = urls[:min(len(urls), maxImages)]
+	parts := []openai.ChatCompletionContentPartUnionParam{openai.TextContentPart("The images the tool results above returned, in order:")}
+	for _, u := range urls {
+		parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: u}))
+	}
+	params.Messages = append(params.Messages, openai.UserMessage(parts))
 }

@@ -42,6 +42,13 @@ type call struct {
 // handDocumented are calls the product makes that lark-mcp does not
 // describe, from Feishu's own documentation.
 var handDocumented = []call{
+	// https://open.feishu.cn/document/server-docs/im-v1/image/create (not
+	// in lark-mcp, which carries no uploads): a multipart form with
+	// image_type and the image file; the answer's data holds image_key.
+	{Name: "im.v1.image.create", Method: http.MethodPost, Path: "/open-apis/im/v1/images", Tokens: []string{"tenant"},
+		Body: map[string]any{"type": "object", "additionalProperties": false, "required": []any{"image_type", "image"},
+			"properties": map[string]any{"image_type": map[string]any{"type": "string", "enum": []any{"message", "avatar"}},
+				"image": map[string]any{"type": "string"}}}},
 	// https://open.feishu.cn/document/client-docs/bot-v3/obtain-bot-info
 	{Name: "bot.v3.info", Method: http.MethodGet, Path: "/open-apis/bot/v3/info", Tokens: []string{"tenant"}},
 	// https://open.feishu.cn/document/server-docs/contact-v3/user/get
@@ -78,6 +85,7 @@ var answers = map[string]func() any{
 	"im.v1.message.get":                      func() any { return &larkim.GetMessageResp{} },
 	"im.v1.message.patch":                    func() any { return &larkim.PatchMessageResp{} },
 	"im.v1.messageReaction.create":           func() any { return &larkim.CreateMessageReactionResp{} },
+	"im.v1.image.create":                     func() any { return &larkim.CreateImageResp{} },
 	"contact.v3.user.get":                    func() any { return &larkcontact.GetUserResp{} },
 	"auth.v3.auth.appAccessTokenInternal":    func() any { return &larkcore.AppAccessTokenResp{} },
 	"authen.v1.oidcAccessToken.create":       func() any { return &larkauthen.CreateOidcAccessTokenResp{} },
@@ -201,6 +209,15 @@ func (s *Server) checkRequest(r *http.Request, raw []byte) *call {
 		report(contract.Problem{Where: "request body", Reason: "this call takes no body"})
 	case sch != nil && empty:
 		report(contract.Problem{Where: "request body", Reason: "required, missing"})
+	case sch != nil && strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data"):
+		form, err := formObject(r.Header, raw)
+		if err != nil {
+			report(contract.Problem{Where: "request body", Reason: "not a multipart form: " + err.Error()})
+			break
+		}
+		for _, p := range contract.Validate(sch, "request body", form) {
+			report(p)
+		}
 	case sch != nil:
 		v, err := contract.DecodeJSON(raw)
 		if err != nil {

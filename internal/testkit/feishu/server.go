@@ -100,6 +100,7 @@ type Server struct {
 	order     []string
 	uuids     map[string]string
 	reactions []Reaction
+	images    []Image
 	seq       int
 	ws        *wsState
 	users     map[string]User
@@ -290,6 +291,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, req Request) {
 		s.get(w, parts[1])
 	case strings.HasPrefix(r.URL.Path, msgs+"/") && len(parts) == 2 && r.Method == http.MethodPatch:
 		s.patch(w, parts[1], req)
+	case r.URL.Path == "/open-apis/im/v1/images" && r.Method == http.MethodPost:
+		s.uploadImage(w, req)
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"code": 404, "msg": "fake: no such API " + r.Method + " " + r.URL.Path})
 	}
