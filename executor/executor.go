@@ -73,6 +73,10 @@ type Config struct {
 	// Session's (orchestrator.Orchestrator.RequesterMayWorkIn). Default:
 	// none, and repository_set refuses.
 	MayWorkIn func(ctx context.Context, t tickets.Ticket, repo string) error
+	// MCPTimeout bounds starting a repository's MCP server and each call
+	// of one of its tools; a server that takes longer is cut off for the
+	// rest of the job. Default DefaultMCPTimeout.
+	MCPTimeout time.Duration
 	// Environment is the deployment-wide part of the Environment section;
 	// each Ticket's facts follow it.
 	Environment []promptparts.Var
@@ -166,6 +170,9 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 	}
 	if cfg.Session.StallSteps <= 0 {
 		cfg.Session.StallSteps = DefaultStallSteps
+	}
+	if cfg.MCPTimeout <= 0 {
+		cfg.MCPTimeout = DefaultMCPTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -44,9 +44,10 @@ const (
 // registry builds an Executor Session's tools. None asks a person, shows
 // UI or changes the Executor's own profile: it works unattended. The tools
 // that change files, run commands or write to people are Progress: a new
-// successful call of one resets the Session's stall count.
-func (e *Executor) registry() (*session.Registry, error) {
-	tools := e.tools()
+// successful call of one resets the Session's stall count. extra are
+// more tools (the repository's MCP servers').
+func (e *Executor) registry(extra ...session.Tool) (*session.Registry, error) {
+	tools := append(e.tools(), extra...)
 	for i := range tools {
 		tools[i] = e.metrics.counted(e.checkpointed(tools[i]))
 	}
