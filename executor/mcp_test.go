@@ -19,12 +19,14 @@ import (
 )
 
 // mcpConfig names the test server three times: one that answers, one
-// that hangs and one that floods. The first gets a repository secret by
-// name.
+// that hangs and one that floods; the first gets a repository secret by
+// name. It also names an HTTP server, which a deployment without an
+// egress list refuses.
 const mcpConfig = `{"mcpServers": {
   "facts": {"command": "mcp-fake", "args": ["-mode", "facts"], "env": {"MCP_TOKEN": "${secret:MCP_TOKEN}"}},
   "slow":  {"command": "mcp-fake", "args": ["-mode", "hang"]},
-  "noisy": {"command": "mcp-fake", "args": ["-mode", "flood"]}
+  "noisy": {"command": "mcp-fake", "args": ["-mode", "flood"]},
+  "web":   {"url": "https://mcp.example.com/mcp"}
 }}`
 
 const mcpToken = "mcp-token-SECRET-5be0c9a1"
@@ -68,6 +70,7 @@ func TestMCPServersOfTheRepository(t *testing.T) {
 		}
 		require.ElementsMatch(t, []string{"mcp__facts__lookup", "mcp__slow__wait", "mcp__noisy__dump"}, offered)
 		require.Contains(t, last.Text(), `MCP server "facts" (repository): tools not offered: "broken": malformed input schema`)
+		require.Contains(t, last.Text(), `MCP server "web" (repository): not started: HTTP MCP servers are reached only through the sandbox's egress list`)
 
 		ss := steps(last)
 		require.Len(t, ss, 5, "%s", last.Text())
@@ -84,7 +87,7 @@ func TestMCPServersOfTheRepository(t *testing.T) {
 
 		seen, err := e.repoEnv.MCPSeenList(ctx, d, repo)
 		require.NoError(t, err)
-		require.Len(t, seen, 3)
+		require.Len(t, seen, 4)
 		require.Equal(t, "facts", seen[0].Server)
 		require.Equal(t, []string{"mcp__facts__lookup"}, seen[0].Tools)
 		require.Contains(t, seen[0].Problem, "broken")

@@ -148,20 +148,6 @@ func (s MCPServer) problems() []string {
 	return p
 }
 
-// SecretsNamed lists the repository secrets s's env and headers name.
-func (s MCPServer) SecretsNamed() []string {
-	var names []string
-	for _, m := range []map[string]string{s.Env, s.Headers} {
-		for _, v := range m {
-			for _, sm := range SecretRef.FindAllStringSubmatch(v, -1) {
-				names = append(names, sm[1])
-			}
-		}
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
-}
-
 // Expand replaces each ${secret:NAME} of v with the secret's value from
 // secrets; it returns the names it did not find.
 func Expand(v string, secrets map[string]string) (string, []string) {
