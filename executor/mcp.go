@@ -205,7 +205,9 @@ func (e *Executor) startServer(ctx context.Context, t tickets.Ticket, ws *worksp
 		srv.out = &cappedReader{maxLine: -1, maxTotal: MaxMCPBytes}
 		srv.httpTr = tr
 		transport = &mcp.StreamableClientTransport{Endpoint: cfg.URL, MaxRetries: -1, DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{Transport: &mcpHTTP{base: tr, headers: headers, counted: srv.out}, Timeout: e.cfg.MCPTimeout}}
+			HTTPClient: &http.Client{Transport: &mcpHTTP{base: tr, headers: headers, counted: srv.out}, Timeout: e.cfg.MCPTimeout,
+				// Its headers may carry a secret meant for this URL only.
+				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "superagent", Version: "1"}, nil)
 	sctx, cancel := context.WithTimeout(ctx, e.cfg.MCPTimeout)
