@@ -55,11 +55,7 @@ func (a *Admin) setMCP(r *http.Request, repo, config, actor string) error {
 // configuration (an empty object when none) and the servers the last
 // Ticket found.
 func (a *Admin) apiMCP(w http.ResponseWriter, r *http.Request) error {
-	st, err := a.apiStore()
-	if err != nil {
-		return err
-	}
-	repo, err := repoParam(r)
+	st, repo, err := a.apiRepo(r)
 	if err != nil {
 		return err
 	}
@@ -81,10 +77,7 @@ func (a *Admin) apiMCP(w http.ResponseWriter, r *http.Request) error {
 // apiPutMCP answers PUT /repos/{owner}/{name}/mcp with the mcpServers
 // object as the body; one without servers removes the configuration.
 func (a *Admin) apiPutMCP(w http.ResponseWriter, r *http.Request) error {
-	if _, err := a.apiStore(); err != nil {
-		return err
-	}
-	repo, err := repoParam(r)
+	_, repo, err := a.apiRepo(r)
 	if err != nil {
 		return err
 	}
@@ -104,4 +97,15 @@ func (a *Admin) apiPutMCP(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return a.apiMCP(w, r)
+}
+
+// apiRepo is the store and the repository of an /api/repos/{owner}/{name}
+// request.
+func (a *Admin) apiRepo(r *http.Request) (*repoenv.Store, string, error) {
+	st, err := a.apiStore()
+	if err != nil {
+		return nil, "", err
+	}
+	repo, err := repoParam(r)
+	return st, repo, err
 }

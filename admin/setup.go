@@ -203,11 +203,7 @@ func repoParam(r *http.Request) (string, error) {
 }
 
 func (a *Admin) apiSecrets(w http.ResponseWriter, r *http.Request) error {
-	st, err := a.apiStore()
-	if err != nil {
-		return err
-	}
-	repo, err := repoParam(r)
+	st, repo, err := a.apiRepo(r)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,20 @@ func mcpCaller(calls ...string) func(fakeopenai.Request) fakeopenai.Reply {
 	}
 }
 
+// waitOneInReview waits until p has one Ticket, in review.
+func waitOneInReview(t *testing.T, p *proc, token string) {
+	t.Helper()
+	waitFor(t, 3*time.Minute, "the Ticket to be in review", func() bool {
+		var list struct {
+			Tickets []struct {
+				State string `json:"state"`
+			} `json:"tickets"`
+		}
+		getJSON(t, "http://"+p.addr+"/api/tickets", token, &list)
+		return len(list.Tickets) == 1 && list.Tickets[0].State == "in_review"
+	})
+}
+
 // Through the binary, sandbox on: the repository's .superagent/mcp.json
 // names a stdio MCP server built in the test (and a server that hangs and
 // one that floods); the panel adds another over /api. The Executor is
@@ -70,15 +84,7 @@ func TestMCPServersThroughTheBinary(t *testing.T) {
 		require.Equal(t, http.StatusUnprocessableEntity, code, body)
 
 		deliverGitHub(t, p, secret, "issue_comment", "mcp-1", commentPayload(t, "@superagent please fix the typo in the README"))
-		waitFor(t, 3*time.Minute, "the Ticket to be in review", func() bool {
-			var list struct {
-				Tickets []struct {
-					State string `json:"state"`
-				} `json:"tickets"`
-			}
-			getJSON(t, "http://"+p.addr+"/api/tickets", token, &list)
-			return len(list.Tickets) == 1 && list.Tickets[0].State == "in_review"
-		})
+		waitOneInReview(t, p, token)
 		var seen struct {
 			Seen []struct {
 				Server string   `json:"server"`
