@@ -28,6 +28,7 @@ const setupURL = "/admin/setup"
 type setupPage struct {
 	Default  repoenv.DefaultScript
 	Secrets  []repoenv.SecretInfo
+	MCP      mcpSection
 	Disabled bool
 }
 
@@ -43,6 +44,9 @@ func (a *Admin) renderSetup(w http.ResponseWriter, r *http.Request, status int, 
 			return err
 		}
 		if p.Secrets, err = a.deps.RepoEnv.Secrets(r.Context(), a.db, ""); err != nil {
+			return err
+		}
+		if p.MCP, err = a.mcpSection(r); err != nil {
 			return err
 		}
 	}
@@ -68,6 +72,8 @@ func (a *Admin) postSetup(w http.ResponseWriter, r *http.Request) error {
 		err = a.setSecret(r, strings.TrimSpace(r.PostFormValue("repo")), strings.TrimSpace(r.PostFormValue("name")), r.PostFormValue("value"), actor)
 	case "delete":
 		_, err = a.deleteSecret(r, r.PostFormValue("repo"), r.PostFormValue("name"), actor)
+	case "mcp":
+		err = a.setMCP(r, strings.TrimSpace(r.PostFormValue("repo")), formText(r, "config"), actor)
 	default:
 		return httpserver.Errorf(http.StatusBadRequest, "Unknown action.")
 	}
@@ -131,6 +137,7 @@ func (a *Admin) deleteSecret(r *http.Request, repo, name, actor string) (bool, e
 //	GET       /repos/{owner}/{name}/secrets        names and dates, never values
 //	PUT       /repos/{owner}/{name}/secrets/{secret} {"value": "..."}, write-only
 //	DELETE    /repos/{owner}/{name}/secrets/{secret}
+//	GET, PUT  /repos/{owner}/{name}/mcp            {"mcpServers": {...}}; GET adds what the last Ticket found
 //
 // Changes are recorded in the panel's audit log.
 func (a *Admin) SetupRoutes(r chi.Router) {
@@ -140,6 +147,8 @@ func (a *Admin) SetupRoutes(r chi.Router) {
 	r.Get("/repos/{owner}/{name}/secrets", h(a.apiSecrets))
 	r.Put("/repos/{owner}/{name}/secrets/{secret}", h(a.apiPutSecret))
 	r.Delete("/repos/{owner}/{name}/secrets/{secret}", h(a.apiDeleteSecret))
+	r.Get("/repos/{owner}/{name}/mcp", h(a.apiMCP))
+	r.Put("/repos/{owner}/{name}/mcp", h(a.apiPutMCP))
 }
 
 func (a *Admin) apiStore() (*repoenv.Store, error) {
@@ -194,11 +203,7 @@ func repoParam(r *http.Request) (string, error) {
 }
 
 func (a *Admin) apiSecrets(w http.ResponseWriter, r *http.Request) error {
-	st, err := a.apiStore()
-	if err != nil {
-		return err
-	}
-	repo, err := repoParam(r)
+	st, repo, err := a.apiRepo(r)
 	if err != nil {
 		return err
 	}

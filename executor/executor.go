@@ -79,6 +79,10 @@ type Config struct {
 	// pushes its branch into it, and only the tools that need neither
 	// GitHub nor Feishu are offered, without checkpoints. Default: none.
 	Local map[string]workspace.Remote
+	// MCPTimeout bounds starting a repository's MCP server and each call
+	// of one of its tools; a server that takes longer is cut off for the
+	// rest of the job. Default DefaultMCPTimeout.
+	MCPTimeout time.Duration
 	// Environment is the deployment-wide part of the Environment section;
 	// each Ticket's facts follow it.
 	Environment []promptparts.Var
@@ -174,6 +178,9 @@ func New(cfg Config, deps Deps) (*Executor, error) {
 	}
 	if cfg.Session.StallSteps <= 0 {
 		cfg.Session.StallSteps = DefaultStallSteps
+	}
+	if cfg.MCPTimeout <= 0 {
+		cfg.MCPTimeout = DefaultMCPTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

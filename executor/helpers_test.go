@@ -71,6 +71,10 @@ type env struct {
 	repoEnv *repoenv.Store
 	// mayWorkIn, when set, is the gate repository_set applies.
 	mayWorkIn func(ctx context.Context, t tickets.Ticket, repo string) error
+	// readOnly are host directories bound read-only into the sandbox;
+	// mcpTimeout bounds the MCP servers' calls.
+	readOnly   []string
+	mcpTimeout time.Duration
 }
 
 type syncBuffer struct {
@@ -165,12 +169,12 @@ func (e *env) executor(t *testing.T) *executor.Executor {
 	// No queue: a test runs the Executor's jobs by hand, and the main
 	// Session's turns are not the Executor's to run.
 	e.wake = &jobs.Waker{Tickets: e.store}
-	ws, err := workspace.NewManager(workspace.Config{Root: filepath.Join(e.dataDir, "workspaces")})
+	ws, err := workspace.NewManager(workspace.Config{Root: filepath.Join(e.dataDir, "workspaces"), ExtraReadOnly: e.readOnly})
 	require.NoError(t, err)
 	logger := slog.New(secret.NewHandler(slog.NewTextHandler(e.logs, nil), e.scrub))
 	e.reg = prometheus.NewRegistry()
 	x, err := executor.New(executor.Config{Logger: logger, LeaseTTL: 3 * time.Second, Registerer: e.reg,
-		NoProgress: !e.progress, PublicURL: e.publicURL, Session: e.session, MayWorkIn: e.mayWorkIn},
+		NoProgress: !e.progress, PublicURL: e.publicURL, Session: e.session, MayWorkIn: e.mayWorkIn, MCPTimeout: e.mcpTimeout},
 		executor.Deps{DB: e.d, Tickets: e.store, Wake: e.wake, Prompts: e.prompts, Model: client, Scrubber: e.scrub,
 			Workspaces: ws, GitHub: e.ghc, Feishu: e.fsc, RepoEnv: e.repoEnv})
 	require.NoError(t, err)

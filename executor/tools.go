@@ -45,19 +45,20 @@ const (
 // registry builds an Executor Session's tools. None asks a person, shows
 // UI or changes the Executor's own profile: it works unattended. The tools
 // that change files, run commands or write to people are Progress: a new
-// successful call of one resets the Session's stall count.
-func (e *Executor) registry() (*session.Registry, error) {
-	tools := e.tools()
+// successful call of one resets the Session's stall count. extra are
+// more tools (the repository's MCP servers').
+func (e *Executor) registry(extra ...session.Tool) (*session.Registry, error) {
 	if e.local() {
 		// A checkout of this machine needs no checkpoint: the workspace
 		// stays here, and a hidden ref would land in the person's
 		// repository.
-		tools = onlyLocal(tools)
+		tools := append(onlyLocal(e.tools()), extra...)
 		for i := range tools {
 			tools[i] = e.metrics.counted(tools[i])
 		}
 		return session.NewRegistry(tools...)
 	}
+	tools := append(e.tools(), extra...)
 	for i := range tools {
 		tools[i] = e.metrics.counted(e.checkpointed(tools[i]))
 	}

@@ -207,7 +207,15 @@ func (e *Executor) execute(ctx context.Context, ticketID int64) error {
 		}
 	}
 	e.showProgress(ctx, t.ID)
-	tools, err := e.registry()
+	var servers *mcpServers
+	if t.Repo != "" {
+		if servers, err = e.startMCP(ctx, t, sid); err != nil {
+			return err
+		}
+		// The repository's MCP servers end with the job.
+		defer servers.close()
+	}
+	tools, err := e.registry(servers.tools()...)
 	if err != nil {
 		return err
 	}

@@ -121,7 +121,17 @@ type compiler struct{ c *schemaval.Compiler }
 func newCompiler() compiler {
 	c := schemaval.NewCompiler()
 	c.DefaultDraft(schemaval.Draft2020)
+	// A schema from outside (an MCP server's) may name any URL in $ref or
+	// $schema; nothing is ever loaded for it, from the network or a file.
+	c.UseLoader(noLoader{})
 	return compiler{c: c}
+}
+
+// noLoader refuses to load any schema.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("%s: schemas outside the tool's own are not loaded", url)
 }
 
 // compile compiles the schema of the tool name (a unique name).

@@ -235,6 +235,7 @@ func (a *app) buildExecutor(cfg *config, env []promptparts.Var, usage *session.M
 		Session: session.Config{MaxWallTime: cfg.ExecutorWallTime, TokenBudget: cfg.TicketBudget, CostBudget: cfg.TicketCostBudget, Metrics: usage,
 			MaxSteps: int64(cfg.ExecutorMaxSteps), RepeatLimit: cfg.ExecutorRepeatLimit, StallSteps: cfg.ExecutorStallSteps},
 		LeaseTTL:    cfg.ExecutorLease,
+		MCPTimeout:  cfg.MCPTimeout,
 		ReviewBots:  cfg.ReviewBots,
 		PublicURL:   cfg.PublicURL,
 		Local:       cfg.localRepos,

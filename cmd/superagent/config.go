@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
+	"github.com/superagent-dev/superagent/executor"
 	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/model"
@@ -108,6 +109,9 @@ type config struct {
 	secretsBox       *secret.Box
 	ExecutorWallTime time.Duration
 	ExecutorLease    time.Duration
+	// MCPTimeout is SUPERAGENT_MCP_TIMEOUT: how long a repository's MCP
+	// server may take to start or to answer one call.
+	MCPTimeout time.Duration
 	// ExecutorMaxSteps, ExecutorRepeatLimit and ExecutorStallSteps bound
 	// an Executor Session: model requests, the same call with the same
 	// result in a row, and requests without progress (0: the defaults,
@@ -429,6 +433,10 @@ func loadConfig(getenv func(string) string) (*config, error) {
 		},
 		func() (err error) {
 			c.ExecutorWallTime, err = parseDuration("SUPERAGENT_EXECUTOR_WALL_TIME", getenv("SUPERAGENT_EXECUTOR_WALL_TIME"), 2*time.Hour)
+			return err
+		},
+		func() (err error) {
+			c.MCPTimeout, err = parseDuration("SUPERAGENT_MCP_TIMEOUT", getenv("SUPERAGENT_MCP_TIMEOUT"), executor.DefaultMCPTimeout)
 			return err
 		},
 		func() (err error) {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/superagent-dev/superagent/executor"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -70,6 +72,7 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		{"max steps", "SUPERAGENT_EXECUTOR_MAX_STEPS", "0", `SUPERAGENT_EXECUTOR_MAX_STEPS: must be a number of model requests, at least 1, got "0"`},
 		{"repeat limit", "SUPERAGENT_EXECUTOR_REPEAT_LIMIT", "1", `SUPERAGENT_EXECUTOR_REPEAT_LIMIT: must be a number of calls, at least 2, got "1"`},
 		{"stall steps", "SUPERAGENT_EXECUTOR_STALL_STEPS", "many", `SUPERAGENT_EXECUTOR_STALL_STEPS: must be a number of model requests, at least 2, got "many"`},
+		{"mcp timeout", "SUPERAGENT_MCP_TIMEOUT", "0s", `SUPERAGENT_MCP_TIMEOUT: must be a positive duration such as 30s or 5m, got "0s"`},
 		{"setup timeout", "SUPERAGENT_SETUP_TIMEOUT", "later", `SUPERAGENT_SETUP_TIMEOUT: must be a positive duration such as 30s or 5m, got "later"`},
 		{"setup disk", "SUPERAGENT_SETUP_DISK", "1TB", `SUPERAGENT_SETUP_DISK: must be a positive size`},
 		{"secrets key", "SUPERAGENT_SECRETS_KEY", "too-short", "SUPERAGENT_SECRETS_KEY: the key must be 32 bytes"},
@@ -159,10 +162,11 @@ func TestLoadConfigReadsSandboxLimits(t *testing.T) {
 		"SUPERAGENT_SANDBOX_CPU_SECONDS": "60", "SUPERAGENT_SANDBOX_PROCESSES": "200",
 		"SUPERAGENT_SANDBOX_MEMORY": "512MiB", "SUPERAGENT_SANDBOX_DISK": "4GiB",
 		"SUPERAGENT_SETUP_TIMEOUT": "20m", "SUPERAGENT_SETUP_DISK": "1GiB",
-		"SUPERAGENT_SECRETS_KEY": strings.Repeat("ab", 32),
+		"SUPERAGENT_SECRETS_KEY": strings.Repeat("ab", 32), "SUPERAGENT_MCP_TIMEOUT": "90s",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, 20*time.Minute, c.SetupTimeout)
+	require.Equal(t, 90*time.Second, c.MCPTimeout)
 	require.Equal(t, int64(1<<30), c.SetupDisk)
 	require.NotNil(t, c.secretsBox)
 	require.Contains(t, c.secrets(), strings.Repeat("ab", 32), "the key is known to the scrubber")
@@ -173,6 +177,7 @@ func TestLoadConfigReadsSandboxLimits(t *testing.T) {
 	c, err = loadConfig(envOf(nil))
 	require.NoError(t, err)
 	require.Zero(t, c.SandboxCPUSeconds+c.SandboxProcesses, "zero means the workspace package's default")
+	require.Equal(t, executor.DefaultMCPTimeout, c.MCPTimeout)
 }
 
 func TestLoadConfigReadsPrivateKeyFromTextOrPath(t *testing.T) {

@@ -63,15 +63,7 @@ func TestRepositorySetupAndSecretThroughTheBinary(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, code, body)
 
 		deliverGitHub(t, p, secret, "issue_comment", "setup-1", commentPayload(t, "@superagent please fix the typo in the README"))
-		waitFor(t, 3*time.Minute, "the Ticket to be in review", func() bool {
-			var list struct {
-				Tickets []struct {
-					State string `json:"state"`
-				} `json:"tickets"`
-			}
-			getJSON(t, "http://"+p.addr+"/api/tickets", token, &list)
-			return len(list.Tickets) == 1 && list.Tickets[0].State == "in_review"
-		})
+		waitOneInReview(t, p, token)
 		code, _ = p.stop(shutdownWithin)
 		require.Equal(t, 0, code)
 

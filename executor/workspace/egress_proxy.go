@@ -76,18 +76,31 @@ func (e *egressRefusal) Error() string {
 
 // startEgress starts the proxy for one command, logging for ticket.
 func (m *Manager) startEgress(ticket int64) (*egressProxy, error) {
+	p, err := m.egressChecks(ticket)
+	if err != nil {
+		return nil, err
+	}
+	p.maxConns = egressMaxConns
+	if err := p.start(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// egressChecks returns a proxy that is not listening: its allowlist,
+// address guard, resolver and dialer, logging for ticket.
+func (m *Manager) egressChecks(ticket int64) (*egressProxy, error) {
 	guard, err := newAddrGuard()
 	if err != nil {
 		return nil, err
 	}
 	p := &egressProxy{
-		rules:    m.cfg.egress,
-		guard:    guard,
-		resolve:  m.cfg.resolve,
-		dial:     m.cfg.dial,
-		maxConns: egressMaxConns,
-		idle:     egressIdleTimeout,
-		log:      m.cfg.Logger.With("ticket", ticket),
+		rules:   m.cfg.egress,
+		guard:   guard,
+		resolve: m.cfg.resolve,
+		dial:    m.cfg.dial,
+		idle:    egressIdleTimeout,
+		log:     m.cfg.Logger.With("ticket", ticket),
 	}
 	if p.resolve == nil {
 		p.resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
@@ -96,9 +109,6 @@ func (m *Manager) startEgress(ticket int64) (*egressProxy, error) {
 	}
 	if p.dial == nil {
 		p.dial = (&net.Dialer{Timeout: egressDialTimeout}).DialContext
-	}
-	if err := p.start(); err != nil {
-		return nil, err
 	}
 	return p, nil
 }

@@ -129,6 +129,7 @@ func Check(ctx context.Context, cfg Config) []Result {
 		{"Feishu app", d.feishuApp},
 		{"model", d.model(cfg.ModelBaseURL, cfg.ModelAPIKey, "SUPERAGENT_MODEL", cfg.Model)},
 		{"sandbox", d.sandbox},
+		{"MCP servers", d.mcpServers},
 	}
 	if cfg.RouterModel != cfg.Model || cfg.RouterModelBaseURL != cfg.ModelBaseURL || cfg.RouterModelAPIKey != cfg.ModelAPIKey {
 		checks = append(checks, struct {
