@@ -93,7 +93,7 @@ func runCommand(ctx context.Context, cfg *config, args []string, stdout, stderr 
 			return 1
 		}
 	}
-	printRun(stdout, checkout, res)
+	printRun(context.WithoutCancel(ctx), stdout, checkout, res)
 	if err == nil && res.state == tickets.TicketDone {
 		return 0
 	}
@@ -219,9 +219,9 @@ func runLocal(ctx context.Context, cfg *config, c checkout, title, task string, 
 }
 
 // printRun says where the run's work is and what its last Report said.
-func printRun(w io.Writer, c checkout, res runResult) {
+func printRun(ctx context.Context, w io.Writer, c checkout, res runResult) {
 	fmt.Fprintf(w, "Ticket %d: %s\n", res.ticket, res.state)
-	if out, err := exec.Command("git", "-C", c.dir, "log", "-1", "--format=%h %s", "refs/heads/"+res.branch, "--").Output(); err == nil {
+	if out, err := exec.CommandContext(ctx, "git", "-C", c.dir, "log", "-1", "--format=%h %s", "refs/heads/"+res.branch, "--").Output(); err == nil {
 		fmt.Fprintf(w, "Branch %s in %s: %s\n", res.branch, c.dir, strings.TrimSpace(string(out)))
 		fmt.Fprintf(w, "  see it with: git -C %s diff %s...%s\n", c.dir, c.branch, res.branch)
 	} else {
