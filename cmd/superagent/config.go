@@ -81,11 +81,11 @@ type config struct {
 	AdminFeishuIDs       []string
 	RoutingDebounce      time.Duration
 
-	Sandbox         workspace.SandboxMode
-	SandboxNetwork  bool
+	Sandbox        workspace.SandboxMode
+	SandboxNetwork bool
 	// ModelImages is SUPERAGENT_MODEL_IMAGES: the Executor's model is
 	// shown the screenshots it takes.
-	ModelImages bool
+	ModelImages     bool
 	SandboxReadOnly []string
 	SandboxEgress   []string // SUPERAGENT_SANDBOX_EGRESS, with the network on
 	// The sandbox's per-command limits; zero means the workspace
