@@ -85,11 +85,11 @@ type config struct {
 	// ProposalTTL is SUPERAGENT_PROPOSAL_TTL; negative: never ("off").
 	ProposalTTL time.Duration
 
-	Sandbox         workspace.SandboxMode
-	SandboxNetwork  bool
+	Sandbox        workspace.SandboxMode
+	SandboxNetwork bool
 	// ModelImages is SUPERAGENT_MODEL_IMAGES: the Executor's model is
 	// shown the screenshots it takes.
-	ModelImages bool
+	ModelImages     bool
 	SandboxReadOnly []string
 	SandboxEgress   []string // SUPERAGENT_SANDBOX_EGRESS, with the network on
 	// The sandbox's per-command limits; zero means the workspace
