@@ -178,13 +178,15 @@ func (e *Executor) startServer(ctx context.Context, t tickets.Ticket, ws *worksp
 	srv := &mcpServer{name: name, timeout: e.cfg.MCPTimeout, scrub: e.deps.Scrubber.Scrub}
 	var transport mcp.Transport
 	if cfg.Stdio() {
-		view, err := e.commandWorkspace(ctx, ws, t)
-		if err != nil {
+		// The setup cache as commands see it, and only the variables the
+		// server's env names: not every secret the commands get.
+		cache := ""
+		if o, ok, err := e.deps.RepoEnv.Ticket(ctx, e.deps.DB, t.ID); err != nil {
 			return nil, "not started: " + err.Error()
+		} else if ok && o.OK {
+			cache = ws.SetupCache(t.Repo)
 		}
-		// Only the variables the server's env names: not every secret
-		// the repository's commands get.
-		view = view.With(ws.SetupCache(t.Repo), nil)
+		view := ws.With(cache, nil)
 		var kv []string
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			kv = append(kv, k+"="+env[k])

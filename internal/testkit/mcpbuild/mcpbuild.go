@@ -22,7 +22,7 @@ func Build(t testing.TB) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, Binary), "github.com/superagent-dev/superagent/internal/testkit/mcpserver")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(dir, Binary), "github.com/superagent-dev/superagent/internal/testkit/mcpserver")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the test MCP server: %v: %s", err, out)
