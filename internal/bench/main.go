@@ -30,6 +30,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	rounds := flag.Int("rounds", 3, "rounds of every measurement; each figure is flanked by baselines of its own")
 	only := flag.String("db", "", "measure on this database only: sqlite or postgresql (default both)")
+	carded := flag.Bool("carded", false, "measure only the figures people feel, the two acknowledged-and-carded ones (skip the issue-4 ingestion row and the arrival-order comparison)")
 	generator := flag.String("generator", "inline", "where the webhook deliveries are posted from: inline (this process) or process (a bench process of their own, so the load shares only the cores with the service, not its Go scheduler)")
 	generateFor := flag.String("generate", "", "(used by the bench itself) be the load generator: post to this URL and report")
 	prefix := flag.String("prefix", "", "(with -generate) the delivery ids' prefix")
@@ -65,14 +66,14 @@ func main() {
 	// As cmd/superagent runs the service (which the load generator shares
 	// unless -generator process).
 	gcfloor.Keep(gcfloor.DefaultFloor)
-	if err := run(context.Background(), *n, *concurrency, *rounds, *only, *generator == "inline"); err != nil {
+	if err := run(context.Background(), *n, *concurrency, *rounds, *only, *generator == "inline", *carded); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1) //nolint:gocritic // the profile was stopped just above
 	}
 }
 
-func run(ctx context.Context, n, concurrency, rounds int, only string, inline bool) error {
+func run(ctx context.Context, n, concurrency, rounds int, only string, inline, cardedOnly bool) error {
 	// First, while nothing else of the bench runs: the stalls no code in
 	// this process can avoid, which the figures' tails stand on.
 	machine := measureHiccups(3 * time.Second)
@@ -97,7 +98,7 @@ func run(ctx context.Context, n, concurrency, rounds int, only string, inline bo
 	fmt.Println()
 	for _, t := range targets {
 		fmt.Printf("== %s\n", t.name)
-		if err := measureTarget(ctx, t, n, concurrency, rounds, inline); err != nil {
+		if err := measureTarget(ctx, t, n, concurrency, rounds, inline, cardedOnly); err != nil {
 			return err
 		}
 		fmt.Println()
@@ -121,7 +122,7 @@ type figure struct {
 
 // measureTarget runs the rounds on one database and prints each round's
 // figures, then their medians and ranges.
-func measureTarget(ctx context.Context, t target, n, concurrency, rounds int, inline bool) error {
+func measureTarget(ctx context.Context, t target, n, concurrency, rounds int, inline, cardedOnly bool) error {
 	cardedOn := func(issues int) func(int) (result, error) {
 		return func(int) (result, error) { return carded(ctx, t.db, n, concurrency, issues, inline) }
 	}
@@ -131,6 +132,9 @@ func measureTarget(ctx context.Context, t target, n, concurrency, rounds int, in
 		}},
 		{name: "Acknowledged and carded, workers on, 1 issue", goal: t.servedGoal, tail: 3, run: cardedOn(1)},
 		{name: "Acknowledged and carded, workers on, 50 issues", goal: t.servedGoal, tail: 3, run: cardedOn(50)},
+	}
+	if cardedOnly {
+		figures = figures[1:]
 	}
 	// Each figure is flanked by two baselines, and its ratio is to their
 	// mean: on this kind of machine River's insert alone moves by a
@@ -180,6 +184,9 @@ func measureTarget(ctx context.Context, t target, n, concurrency, rounds int, in
 	for _, f := range figures {
 		fmt.Printf("    %-52s %s%% of the baseline (goal ≥ %d%%); ack p99/p50 %s (goal ≤ %.0f); ack p99 %s× the baseline's\n", f.name,
 			spreadOf(f.ratios, "%.0f"), f.goal, spread(f.rounds, result.tailRatio, "%.1f"), f.tail, spreadOf(f.p99s, "%.2f"))
+	}
+	if cardedOnly {
+		return nil
 	}
 	// How much of the baseline's own tail is the order in which callers
 	// get a connection: database/sql wakes a random waiter, and SQLite's
