@@ -83,9 +83,7 @@ func TestOverviewShowsConnectionsAndTheCardsInbox(t *testing.T) {
 		// The main Session's model fails: the Model connection says since
 		// when and why, and the waiting candidates that it holds them up.
 		since := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
-		_, err := d.Exec(context.Background(), `INSERT INTO model_health (role, model, last_ok_at, last_failure_at, failing_since, error)
-VALUES ('main', 'router-model', $1, $2, $3, 'connection refused')`, since.Add(-time.Hour), since.Add(time.Minute), since)
-		require.NoError(t, err)
+		seed.ModelFailing(t, d, "main", "router-model", since.Add(-time.Hour), since.Add(time.Minute), since, "connection refused")
 		body = c.get("/admin/").body
 		require.Contains(t, body, "failing since 2026-03-01 09:30 UTC")
 		require.Contains(t, body, "the main Session&#39;s model router-model: connection refused")

@@ -17,7 +17,7 @@ import (
 )
 
 // CheckRunName is the name of the check run the Executor keeps on its pull
-// request's head (SPEC §14).
+// request's head (docs/architecture.md#the-executor-step-by-step).
 const CheckRunName = "superagent"
 
 // progressSteps is how many of the latest steps the progress comment lists.

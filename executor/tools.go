@@ -10,8 +10,7 @@ import (
 	"github.com/superagent-dev/superagent/session"
 )
 
-// Tool names of an Executor Session (docs/tools.md; SPEC §12 fixes
-// human_action, orchestrator_thread_unrelated, report and hand_back).
+// Tool names of an Executor Session (docs/tools.md#executor-session).
 const (
 	ToolRunCommand     = "run_command"
 	ToolReadFile       = "read_file"

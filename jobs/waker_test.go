@@ -12,6 +12,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/queue"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/jobs"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -163,9 +164,8 @@ func TestScheduleTurnOncePerTransaction(t *testing.T) {
 		// to end: until its turn_due what arrives is its to read.
 		_, err := d.Exec(ctx, `UPDATE river_job SET state = 'running' WHERE kind = 'route_turn'`)
 		require.NoError(t, err)
-		_, err = d.Exec(ctx, `INSERT INTO routing_state (name, holder, lease_until, turn_due) VALUES ('main', 'job:1', $1, $1)`,
-			time.Now().UTC().Add(time.Minute))
-		require.NoError(t, err)
+		until := time.Now().UTC().Add(time.Minute)
+		seed.RoutingLease(t, d, "job:1", until, until)
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error { return w.ScheduleTurn(ctx, tx) }))
 		require.Equal(t, []string{"running"}, states(t, d, "route_turn"))
 

@@ -13,7 +13,7 @@ import (
 	"github.com/superagent-dev/superagent/tickets"
 )
 
-// Commands people give the bot directly (SPEC §14); the host applies them
+// Commands people give the bot directly (docs/architecture.md#commands); the host applies them
 // without the model, so no prompt text can change who commands a Ticket.
 const (
 	CommandPause  = "pause"

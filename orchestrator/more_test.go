@@ -425,9 +425,8 @@ func TestCardDuringARunningTurnGetsAnotherTurn(t *testing.T) {
 		// the burst to end before it reads: what arrives is its to read.
 		_, err := d.Exec(ctx, "UPDATE river_job SET state = 'running', attempt = 1, attempted_at = $1 WHERE kind = 'route_turn'", time.Now().UTC())
 		require.NoError(t, err)
-		_, err = d.Exec(ctx, `INSERT INTO routing_state (name, holder, lease_until, turn_due) VALUES ('main', 'job:1', $1, $1)
-ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until, turn_due = excluded.turn_due`, time.Now().Add(time.Minute).UTC())
-		require.NoError(t, err)
+		until := time.Now().Add(time.Minute).UTC()
+		seed.RoutingLease(t, d, "job:1", until, until)
 		require.NoError(t, d.InTx(ctx, func(tx *db.Tx) error { return e.o.ScheduleTurn(ctx, tx) }))
 		count := func(state string) int {
 			var n int

@@ -12,6 +12,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/orchestrator"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
@@ -302,9 +303,8 @@ func TestLeaseOfADeadTurnExpires(t *testing.T) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
 		e.admit(t, request(1, "x"))
-		_, err := d.Exec(ctx, `INSERT INTO routing_state (name, holder, lease_until) VALUES ('main', 'job:dead', $1)`, time.Now().UTC().Add(time.Hour))
-		require.NoError(t, err)
-		_, err = e.o.Turn(ctx, "job:new")
+		seed.RoutingLease(t, d, "job:dead", time.Now().Add(time.Hour), time.Time{})
+		_, err := e.o.Turn(ctx, "job:new")
 		require.ErrorIs(t, err, orchestrator.ErrLeaseHeld, "a live lease holds")
 
 		_, err = d.Exec(ctx, `UPDATE routing_state SET lease_until = $1`, time.Now().UTC().Add(-time.Second))
@@ -324,8 +324,7 @@ func TestReviveSchedulesATurnWhenTheTurnsProcessDied(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		e := setup(t, d, nil)
-		_, err := d.Exec(ctx, `INSERT INTO routing_state (name, holder, lease_until) VALUES ('main', 'job:live', $1)`, time.Now().UTC().Add(time.Minute))
-		require.NoError(t, err)
+		seed.RoutingLease(t, d, "job:live", time.Now().Add(time.Minute), time.Time{})
 		revived, err := e.o.Revive(ctx)
 		require.NoError(t, err)
 		require.False(t, revived, "a renewed lease is left alone")

@@ -15,7 +15,7 @@ import (
 	"github.com/superagent-dev/superagent/tickets"
 )
 
-// Tool names of the main Session (SPEC §12).
+// Tool names of the main Session (docs/tools.md#main-session).
 const (
 	ToolRoute       = "orchestrator_route"
 	ToolRead        = "orchestrator_read"

@@ -14,6 +14,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/people"
 )
 
@@ -174,15 +175,9 @@ func TestChangingAPersonEndsTheirPanelSessions(t *testing.T) {
 		require.NoError(t, err)
 		grace, err := s.Create(ctx, people.Person{Name: "Grace", Role: "admin", GitHub: []string{"grace"}})
 		require.NoError(t, err)
-		now := time.Now().UTC()
-		session := func(id string, person *int64) {
-			_, err := d.Exec(ctx, `INSERT INTO admin_sessions (id_sha256, actor, csrf_token, created_at, expires_at, person_id, role)
-VALUES ($1, $1, 'csrf', $2, $3, $4, 'admin')`, id, now, now.Add(time.Hour), person)
-			require.NoError(t, err)
-		}
-		session("ada-1", &ada.ID)
-		session("grace-1", &grace.ID)
-		session("token-1", nil)
+		seed.AdminSession(t, d, "ada-1", &ada.ID)
+		seed.AdminSession(t, d, "grace-1", &grace.ID)
+		seed.AdminSession(t, d, "token-1", nil)
 		live := func() []string {
 			rows, err := d.Query(ctx, `SELECT id_sha256 FROM admin_sessions WHERE revoked_at IS NULL ORDER BY id_sha256`)
 			require.NoError(t, err)
@@ -205,7 +200,7 @@ VALUES ($1, $1, 'csrf', $2, $3, $4, 'admin')`, id, now, now.Add(time.Hour), pers
 		require.NoError(t, s.Delete(ctx, grace.ID))
 		require.Equal(t, []string{"token-1"}, live())
 
-		session("ada-2", &ada.ID)
+		seed.AdminSession(t, d, "ada-2", &ada.ID)
 		require.NoError(t, s.Replace(ctx, []people.Person{{Name: "Ada", Role: "member", GitHub: []string{"ada"}}}, nil))
 		require.Equal(t, []string{"token-1"}, live(), "an import ends every person's session")
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/webhooks"
 )
 
@@ -47,9 +48,7 @@ func TestBodiesStoredCompressed(t *testing.T) {
 		plain := throughInstallation(t, patch(t, fixture(t, "issue_comment/created.payload.json"), func(m map[string]any) {
 			obj(m, "comment")["body"] = "stored before bodies were compressed"
 		}))
-		var old int64
-		require.NoError(t, d.QueryRow(ctx, `INSERT INTO deliveries (source, dedupe_key, event, headers, body, received_at, state)
-			VALUES ('github', 'stored-plain', 'issue_comment', '{}', $1, CURRENT_TIMESTAMP, 'received') RETURNING id`, plain).Scan(&old))
+		old := seed.ReceivedDelivery(t, d, "stored-plain", "issue_comment", plain)
 		require.Equal(t, plain, e.delivery(t, old).Body)
 		e.work(t, old)
 		require.Contains(t, e.card(t, old).Text, "stored before bodies were compressed")

@@ -166,7 +166,7 @@ func New(cfg Config, d *db.DB, q *queue.Queue, gh *githubapp.Client, fs *feishu.
 	s.perms = &githubapp.PermissionCache{DB: d, Client: gh, TTL: cfg.PermissionTTL, Now: cfg.Now}
 	// SQLite has one writer: one batch at a time. On PostgreSQL a batch is
 	// two round trips, and fewer, larger batches cost less of the server's
-	// CPU than more in flight (docs/benchmarks.md: carded at 63-75 % of
+	// CPU than more in flight (internal/bench, 2026-12-03: carded at 63-75 % of
 	// River's insert in most runs with two, 52-59 % with four, one level
 	// with two); two keep acknowledgements moving while one batch waits on
 	// a row lock.

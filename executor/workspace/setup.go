@@ -23,8 +23,8 @@ import (
 // sandbox: read-write while setup runs, read-only for every later command.
 const sandboxCache = "/cache"
 
-// SetupScriptPath is the repository's setup script (SPEC §14), read from
-// its default branch.
+// SetupScriptPath is the repository's setup script, read from its default
+// branch (docs/architecture.md#the-executor-step-by-step).
 const SetupScriptPath = ".superagent/setup.sh"
 
 // MaxSetupScript is the largest setup script accepted.

@@ -30,6 +30,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	rounds := flag.Int("rounds", 3, "rounds of every measurement; each figure is flanked by baselines of its own")
 	only := flag.String("db", "", "measure on this database only: sqlite or postgresql (default both)")
+	carded := flag.Bool("carded", false, "measure only the figures people feel, the two acknowledged-and-carded ones (skip the issue-4 ingestion row)")
 	generator := flag.String("generator", "inline", "where the webhook deliveries are posted from: inline (this process) or process (a bench process of their own, so the load shares only the cores with the service, not its Go scheduler)")
 	generateFor := flag.String("generate", "", "(used by the bench itself) be the load generator: post to this URL and report")
 	prefix := flag.String("prefix", "", "(with -generate) the delivery ids' prefix")
@@ -65,14 +66,14 @@ func main() {
 	// As cmd/superagent runs the service (which the load generator shares
 	// unless -generator process).
 	gcfloor.Keep(gcfloor.DefaultFloor)
-	if err := run(context.Background(), *n, *concurrency, *rounds, *only, *generator == "inline"); err != nil {
+	if err := run(context.Background(), *n, *concurrency, *rounds, *only, *generator == "inline", *carded); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1) //nolint:gocritic // the profile was stopped just above
 	}
 }
 
-func run(ctx context.Context, n, concurrency, rounds int, only string, inline bool) error {
+func run(ctx context.Context, n, concurrency, rounds int, only string, inline, cardedOnly bool) error {
 	// First, while nothing else of the bench runs: the stalls no code in
 	// this process can avoid, which the figures' tails stand on.
 	machine := measureHiccups(3 * time.Second)
@@ -97,7 +98,7 @@ func run(ctx context.Context, n, concurrency, rounds int, only string, inline bo
 	fmt.Println()
 	for _, t := range targets {
 		fmt.Printf("== %s\n", t.name)
-		if err := measureTarget(ctx, t, n, concurrency, rounds, inline); err != nil {
+		if err := measureTarget(ctx, t, n, concurrency, rounds, inline, cardedOnly); err != nil {
 			return err
 		}
 		fmt.Println()
@@ -121,7 +122,7 @@ type figure struct {
 
 // measureTarget runs the rounds on one database and prints each round's
 // figures, then their medians and ranges.
-func measureTarget(ctx context.Context, t target, n, concurrency, rounds int, inline bool) error {
+func measureTarget(ctx context.Context, t target, n, concurrency, rounds int, inline, cardedOnly bool) error {
 	cardedOn := func(issues int) func(int) (result, error) {
 		return func(int) (result, error) { return carded(ctx, t.db, n, concurrency, issues, inline) }
 	}
@@ -132,12 +133,15 @@ func measureTarget(ctx context.Context, t target, n, concurrency, rounds int, in
 		{name: "Acknowledged and carded, workers on, 1 issue", goal: t.servedGoal, tail: 3, run: cardedOn(1)},
 		{name: "Acknowledged and carded, workers on, 50 issues", goal: t.servedGoal, tail: 3, run: cardedOn(50)},
 	}
+	if cardedOnly {
+		figures = figures[1:]
+	}
 	// Each figure is flanked by two baselines, and its ratio is to their
 	// mean: on this kind of machine River's insert alone moves by a
 	// quarter between measurements a few seconds apart.
 	var bases []result
 	base := func() (result, error) {
-		b, err := riverInsert(ctx, t.db, n, concurrency, false)
+		b, err := riverInsert(ctx, t.db, n, concurrency)
 		if err != nil {
 			return result{}, fmt.Errorf("%s: River insert baseline: %w", t.name, err)
 		}
@@ -181,19 +185,6 @@ func measureTarget(ctx context.Context, t target, n, concurrency, rounds int, in
 		fmt.Printf("    %-52s %s%% of the baseline (goal ≥ %d%%); ack p99/p50 %s (goal ≤ %.0f); ack p99 %s× the baseline's\n", f.name,
 			spreadOf(f.ratios, "%.0f"), f.goal, spread(f.rounds, result.tailRatio, "%.1f"), f.tail, spreadOf(f.p99s, "%.2f"))
 	}
-	// How much of the baseline's own tail is the order in which callers
-	// get a connection: database/sql wakes a random waiter, and SQLite's
-	// pool is one connection. Measured once, beside one more plain baseline.
-	plain, err := riverInsert(ctx, t.db, n, concurrency, false)
-	if err != nil {
-		return err
-	}
-	inOrder, err := riverInsert(ctx, t.db, n, concurrency, true)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("  the baseline once more, %6.0f jobs/s, p99/p50 %.1f; with callers let in first come, first served: %6.0f jobs/s, p99/p50 %.1f\n",
-		plain.perSecond(), plain.tailRatio(), inOrder.perSecond(), inOrder.tailRatio())
 	return nil
 }
 
@@ -280,20 +271,13 @@ func measure(n, concurrency int, op func(i int) error) (result, error) {
 }
 
 // riverInsert is the baseline: River's own single-job Insert, one job per
-// call, through an insert-only client. With inOrder, the callers pass one
-// at a time through a one-slot channel, whose blocked senders Go serves in
-// the order they came.
-func riverInsert(ctx context.Context, d *db.DB, n, concurrency int, inOrder bool) (result, error) {
+// call, through an insert-only client.
+func riverInsert(ctx context.Context, d *db.DB, n, concurrency int) (result, error) {
 	q := queue.New(d, queue.Config{InsertOnly: true, ID: "bench"})
 	if err := q.Init(); err != nil {
 		return result{}, err
 	}
-	gate := make(chan struct{}, 1)
 	return measure(n, concurrency, func(int) error {
-		if inOrder {
-			gate <- struct{}{}
-			defer func() { <-gate }()
-		}
 		_, err := q.Insert(ctx, probe.Args{}, nil)
 		return err
 	})

@@ -65,8 +65,6 @@ type DB struct {
 	// want one (goose, River's SQLite driver). On SQLite it is the only handle.
 	SQL *sql.DB
 
-	// turns serves SQLite's one connection in arrival order.
-	turns        *turnConnector
 	checkpointer *checkpointer
 	// statements counts what was sent to the database (Statements).
 	statements *atomic.Int64
@@ -221,12 +219,11 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening SQLite database %s: %w", path, err)
 	}
-	// One SQLite connection, served to database/sql's callers in the order
-	// they ask (see turnConnector).
-	turns := newTurnConnector(connector)
-	sqlDB := sql.OpenDB(turns)
-	sqlDB.SetMaxOpenConns(turnViews)
-	sqlDB.SetMaxIdleConns(turnViews)
+	// One connection: SQLite has one writer, and River's SQLite driver
+	// asks for one.
+	sqlDB := sql.OpenDB(connector)
+	sqlDB.SetMaxOpenConns(1)
+	sqlDB.SetMaxIdleConns(1)
 	sqlDB.SetConnMaxIdleTime(0)
 	sqlDB.SetConnMaxLifetime(0)
 	if err := sqlDB.PingContext(ctx); err != nil {
@@ -238,7 +235,7 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
-	return &DB{dialect: SQLite, sqlite: sqlDB, SQL: sqlDB, turns: turns, checkpointer: cp, statements: sent}, nil
+	return &DB{dialect: SQLite, sqlite: sqlDB, SQL: sqlDB, checkpointer: cp, statements: sent}, nil
 }
 
 // Dialect reports which database family this is.

@@ -15,9 +15,6 @@ import (
 func CachedQueries(conn *sql.Conn) ([]string, error) {
 	var queries []string
 	err := conn.Raw(func(dc any) error {
-		if view, ok := dc.(*turnConn); ok {
-			dc = view.Unwrap()
-		}
 		c, ok := dc.(*cachingConn)
 		if !ok {
 			return fmt.Errorf("%T is not a caching connection", dc)
@@ -72,14 +69,4 @@ type countingConn struct {
 func (c countingConn) Write(p []byte) (int, error) {
 	c.writes.Add(1)
 	return c.Conn.Write(p)
-}
-
-// WaitingForTurn is how many callers wait for SQLite's connection.
-func WaitingForTurn(d *DB) int64 { return d.turns.waiting.Load() }
-
-// TurnsClosed reports whether database/sql has closed SQLite's connector.
-func TurnsClosed(d *DB) bool {
-	d.turns.mu.Lock()
-	defer d.turns.mu.Unlock()
-	return d.turns.closed
 }

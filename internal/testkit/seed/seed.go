@@ -61,3 +61,66 @@ VALUES ($1, $2, $3, $4, $5, 'processed') RETURNING id`, source, key, event, body
 	}
 	return id
 }
+
+// ReceivedDelivery stores a GitHub delivery of event carrying body as
+// received and not yet processed, with the body uncompressed, as releases
+// before compressed bodies stored every payload; it returns its id.
+func ReceivedDelivery(t testing.TB, q db.Querier, key, event string, body []byte) int64 {
+	t.Helper()
+	var id int64
+	err := q.QueryRow(context.Background(), `INSERT INTO deliveries (source, dedupe_key, event, headers, body, received_at, state)
+VALUES ('github', $1, $2, '{}', $3, $4, 'received') RETURNING id`, key, event, body, time.Now().UTC()).Scan(&id)
+	if err != nil {
+		t.Fatalf("seeding received delivery %q: %v", key, err)
+	}
+	return id
+}
+
+// RoutingLease has holder hold the main Session's routing lease until
+// until, its turn due at turnDue when that is not zero: what a routing
+// turn running in some process leaves in routing_state.
+func RoutingLease(t testing.TB, q db.Querier, holder string, until, turnDue time.Time) {
+	t.Helper()
+	var due any
+	if !turnDue.IsZero() {
+		due = turnDue.UTC()
+	}
+	if _, err := q.Exec(context.Background(), `INSERT INTO routing_state (name, holder, lease_until, turn_due) VALUES ('main', $1, $2, $3)
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until, turn_due = excluded.turn_due`,
+		holder, until.UTC(), due); err != nil {
+		t.Fatalf("seeding the routing lease of %s: %v", holder, err)
+	}
+}
+
+// ModelFailing records that role's model has failed since since, last
+// with errText at lastFailure, after its last success at lastOK: what the
+// model health tracker writes when a model's calls keep failing.
+func ModelFailing(t testing.TB, q db.Querier, role, model string, lastOK, lastFailure, since time.Time, errText string) {
+	t.Helper()
+	if _, err := q.Exec(context.Background(), `INSERT INTO model_health (role, model, last_ok_at, last_failure_at, failing_since, error)
+VALUES ($1, $2, $3, $4, $5, $6)`, role, model, lastOK.UTC(), lastFailure.UTC(), since.UTC(), errText); err != nil {
+		t.Fatalf("seeding the health of %s's model: %v", role, err)
+	}
+}
+
+// AdminSession stores a signed-in admin panel session whose cookie hashes
+// to id, of person (nil for a session opened with the admin token), valid
+// for an hour.
+func AdminSession(t testing.TB, q db.Querier, id string, person *int64) {
+	t.Helper()
+	now := time.Now().UTC()
+	if _, err := q.Exec(context.Background(), `INSERT INTO admin_sessions (id_sha256, actor, csrf_token, created_at, expires_at, person_id, role)
+VALUES ($1, $1, 'csrf', $2, $3, $4, 'admin')`, id, now, now.Add(time.Hour), person); err != nil {
+		t.Fatalf("seeding admin session %s: %v", id, err)
+	}
+}
+
+// WaitingJob enqueues a River job of kind on queue, available now, with
+// empty arguments: work a process would pick up if it had a worker for it.
+func WaitingJob(t testing.TB, q db.Querier, kind, queue string) {
+	t.Helper()
+	if _, err := q.Exec(context.Background(), `INSERT INTO river_job (args, kind, max_attempts, queue, state, scheduled_at, priority)
+VALUES ('{}', $1, 25, $2, 'available', CURRENT_TIMESTAMP, 1)`, kind, queue); err != nil {
+		t.Fatalf("seeding a %s job: %v", kind, err)
+	}
+}

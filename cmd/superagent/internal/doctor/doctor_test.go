@@ -23,6 +23,7 @@ import (
 	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
+	"github.com/superagent-dev/superagent/internal/testkit/seed"
 )
 
 const (
@@ -177,9 +178,7 @@ func TestSettings(t *testing.T) {
 		// waits for a process with one, and the doctor says so.
 		d, err := db.Open(context.Background(), e.cfg.DatabaseURL, db.Options{})
 		require.NoError(t, err)
-		_, err = d.Exec(context.Background(), `INSERT INTO river_job (args, kind, max_attempts, queue, state, scheduled_at, priority)
-VALUES ('{}', 'route_turn', 25, 'routing', 'available', CURRENT_TIMESTAMP, 1)`)
-		require.NoError(t, err)
+		seed.WaitingJob(t, d, "route_turn", "routing")
 		require.NoError(t, d.Close())
 		results, _, _ = run(t, e.cfg)
 		requireResult(t, results, "model", doctor.Warn, "1 routing or Executor jobs wait for a process with one", "SUPERAGENT_MODEL")
