@@ -110,13 +110,30 @@ type quotaWatch struct {
 	dirs     []string
 	maxBytes int64
 	maxFiles int64
+	// owner, when not 0, is the uid the first directory's work tree is
+	// handed to by bars' walk (its top .git stays the host's), so that
+	// one walk both measures the tree and gives it to the command's user.
+	owner int
+	// took is how long bars' walk took: the watch during the command
+	// starts one pause after it.
+	took time.Duration
 }
 
 // measure returns what the watched directories hold together.
 func (q *quotaWatch) measure() (usage, error) {
+	return q.walk(0)
+}
+
+// walk is measure, handing the first directory's work tree to owner
+// when it is not 0.
+func (q *quotaWatch) walk(owner int) (usage, error) {
 	var total usage
-	for _, d := range q.dirs {
-		u, err := diskUsage(d)
+	for i, d := range q.dirs {
+		o := owner
+		if i > 0 {
+			o = 0
+		}
+		u, err := diskUsage(d, o)
 		if err != nil {
 			return total, err
 		}
@@ -151,18 +168,26 @@ var quotaSlack = usage{bytes: 64 << 10, files: 16}
 // bars are what the watched directories may hold during a command: q's
 // limits, or what they hold before it starts (plus quotaSlack) when that
 // is more. A workspace already over a limit may run commands that do not
-// grow it: deleting files must work.
-func (q *quotaWatch) bars() (maxBytes, maxFiles int64) {
+// grow it: deleting files must work. With q.owner the same walk hands the
+// work tree to the command's user; an error is that failing.
+func (q *quotaWatch) bars() (maxBytes, maxFiles int64, err error) {
 	maxBytes, maxFiles = q.maxBytes, q.maxFiles
-	if used, err := q.measure(); err == nil {
-		if used.bytes > maxBytes {
-			maxBytes = used.bytes + quotaSlack.bytes
+	start := time.Now()
+	used, err := q.walk(q.owner)
+	q.took = time.Since(start)
+	if err != nil {
+		if q.owner != 0 && errors.Is(err, errHandingOver) {
+			return 0, 0, err
 		}
-		if used.files > maxFiles {
-			maxFiles = used.files + quotaSlack.files
-		}
+		return maxBytes, maxFiles, nil
 	}
-	return maxBytes, maxFiles
+	if used.bytes > maxBytes {
+		maxBytes = used.bytes + quotaSlack.bytes
+	}
+	if used.files > maxFiles {
+		maxFiles = used.files + quotaSlack.files
+	}
+	return maxBytes, maxFiles, nil
 }
 
 // watchQuota measures q's directories while a command runs and calls kill
@@ -176,7 +201,15 @@ func watchQuota(q *quotaWatch, maxBytes, maxFiles int64, kill func()) (stop func
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		// bars measured the directories just before the command started:
+		// the first measurement here waits a pause, as the next ones do.
+		pause := min(max(2*q.took, quotaMinInterval), quotaMaxInterval)
 		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(pause):
+			}
 			start := time.Now()
 			used, err := q.measure()
 			if err == nil && used.exceeds(maxBytes, maxFiles) {
@@ -184,12 +217,7 @@ func watchQuota(q *quotaWatch, maxBytes, maxFiles int64, kill func()) (stop func
 				over = used
 				return
 			}
-			pause := min(max(2*time.Since(start), quotaMinInterval), quotaMaxInterval)
-			select {
-			case <-done:
-				return
-			case <-time.After(pause):
-			}
+			pause = min(max(2*time.Since(start), quotaMinInterval), quotaMaxInterval)
 		}
 	}()
 	return func() usage {
@@ -204,10 +232,14 @@ func watchQuota(q *quotaWatch, maxBytes, maxFiles int64, kill func()) (stop func
 // allocated blocks, so a sparse file counts every byte that a reader
 // (host git, a checkpoint) would read; a file with several hard links
 // counts once. Entries that vanish while it walks are skipped: a command
-// may be deleting files. A missing dir holds nothing.
-func diskUsage(dir string) (usage, error) {
+// may be deleting files. A missing dir holds nothing. When owner is not
+// 0, every entry but dir's top .git and what it holds is also given to
+// owner (as uid and gid; symlinks are changed, not followed) where it is
+// not already theirs, as chownTree does.
+func diskUsage(dir string, owner int) (usage, error) {
 	var total usage
 	seen := map[uint64]bool{}
+	gitDir := filepath.Join(dir, ".git")
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -226,6 +258,11 @@ func diskUsage(dir string) (usage, error) {
 			total.bytes += fi.Size()
 			total.files++
 			return nil
+		}
+		if owner != 0 && (int(st.Uid) != owner || int(st.Gid) != owner) && p != gitDir && !strings.HasPrefix(p, gitDir+"/") {
+			if err := os.Lchown(p, owner, owner); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("%w: %w", errHandingOver, err)
+			}
 		}
 		if st.Nlink > 1 && !d.IsDir() {
 			if seen[st.Ino] {
@@ -246,6 +283,10 @@ func diskUsage(dir string) (usage, error) {
 	}
 	return total, nil
 }
+
+// errHandingOver is a walk's failure to give the work tree to the
+// command's user.
+var errHandingOver = errors.New("handing the work tree to the sandbox user")
 
 // chownTree gives the work tree at dir to uid (as uid and gid), so that a
 // command running as uid on the host can write it. .git is left alone: it

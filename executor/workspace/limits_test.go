@@ -263,3 +263,31 @@ func TestFormatBytes(t *testing.T) {
 		require.Equal(t, want, formatBytes(n))
 	}
 }
+
+// TestRunHandsTheWorkTreeToTheTicket: what the host wrote in the work
+// tree between commands (new files and directories, as root) is the
+// Ticket's user's before the next command runs, so the command can
+// change it, while .git stays the host's. One walk does this and the
+// quota's first measurement.
+func TestRunHandsTheWorkTreeToTheTicket(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only as root do commands run as a uid of their own on the host")
+	}
+	_, w := sandboxed(t, Config{})
+	writeFile(t, w, "new/deeper/host.txt", "from the host\n")
+	res := run(t, w, "echo more >> new/deeper/host.txt && touch new/deeper/mine && cat new/deeper/host.txt")
+	require.Equal(t, 0, res.ExitCode, res.Output)
+	require.Equal(t, "from the host\nmore\n", res.Output)
+	uid := uint32(identityOf(w.TicketID()).uid)
+	for _, p := range []string{"new", "new/deeper", "new/deeper/host.txt", "new/deeper/mine"} {
+		fi, err := os.Lstat(filepath.Join(w.Dir(), p))
+		require.NoError(t, err)
+		st := fi.Sys().(*syscall.Stat_t)
+		require.Equal(t, [2]uint32{uid, uid}, [2]uint32{st.Uid, st.Gid}, p)
+	}
+	for _, p := range []string{".git", ".git/HEAD", ".git/config"} {
+		fi, err := os.Lstat(filepath.Join(w.Dir(), p))
+		require.NoError(t, err)
+		require.Equal(t, uint32(0), fi.Sys().(*syscall.Stat_t).Uid, p)
+	}
+}

@@ -522,8 +522,13 @@ func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, dir, chd
 	}
 	defer l.close()
 	if l.privileged && !x.workspaceRO {
-		if err := chownTree(dir, x.id.uid); err != nil {
-			return runState{}, err
+		if quota == nil || len(quota.dirs) == 0 || quota.dirs[0] != dir {
+			if err := chownTree(dir, x.id.uid); err != nil {
+				return runState{}, err
+			}
+		} else {
+			// The quota's first walk of the work tree hands it over.
+			quota.owner = x.id.uid
 		}
 	}
 	var cg *sandboxCgroup
@@ -538,21 +543,17 @@ func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, dir, chd
 			}
 		}()
 	}
-	name, args := tools.bwrap, l.args
-	if l.overlay != nil {
-		if name, args, err = l.overlay.wrap(name, args); err != nil {
+	var maxBytes, maxFiles int64
+	if quota != nil {
+		if maxBytes, maxFiles, err = quota.bars(); err != nil {
 			return runState{}, err
 		}
 	}
-	var maxBytes, maxFiles int64
-	if quota != nil {
-		maxBytes, maxFiles = quota.bars()
-	}
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd := exec.CommandContext(ctx, tools.bwrap, l.args...)
 	cmd.Dir = dir
 	cmd.Env = sandboxEnv(m.cfg)
 	cmd.ExtraFiles = l.files
-	return runGroup(cmd, out, cg, func(pgid int) (func() usage, error) {
+	started := func(pgid int) (func() usage, error) {
 		l.started()
 		var stopNet func()
 		if m.cfg.slirp() {
@@ -573,7 +574,13 @@ func (m *Manager) runSandboxed(ctx context.Context, tools sandboxTools, dir, chd
 			}
 			return over
 		}, nil
-	})
+	}
+	if l.overlay != nil {
+		// bwrap starts in, and keeps, a mount namespace holding the
+		// overlay.
+		return l.overlay.run(func() (runState, error) { return runGroup(cmd, out, cg, started) })
+	}
+	return runGroup(cmd, out, cg, started)
 }
 
 // runGroup runs cmd in its own process group, killed whole when cmd's

@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -116,19 +118,67 @@ type overlayMount struct {
 	lower, upper, work, target string
 }
 
-// wrap returns the command that makes the mount and then runs name with
-// args in its place.
-func (o *overlayMount) wrap(name string, args []string) (string, []string, error) {
+// run calls fn on an OS thread of its own whose mount namespace is
+// private and holds the overlay at o.target; the processes fn starts
+// inherit that namespace. The thread is never handed back to the
+// runtime: it ends with fn, and the namespace with it and the command.
+// Making the mount here, rather than with unshare(1) and mount(8) in
+// front of bwrap, spares each command three programs' start.
+func (o *overlayMount) run(fn func() (runState, error)) (runState, error) {
 	for _, p := range []string{o.lower, o.upper, o.work, o.target} {
 		if strings.ContainsAny(p, ",:\\") {
-			return "", nil, fmt.Errorf("the path %q cannot be an overlay layer (it holds a comma, colon or backslash)", p)
+			return runState{}, fmt.Errorf("the path %q cannot be an overlay layer (it holds a comma, colon or backslash)", p)
 		}
 	}
+	type result struct {
+		st  runState
+		err error
+	}
+	done := make(chan result, 1)
+	var onThread func()
+	onThread = func() {
+		runtime.LockOSThread()
+		if syscall.Gettid() == syscall.Getpid() {
+			// The process's main thread, which the runtime keeps for
+			// good (and /proc/self shows): hold it while another
+			// thread does the work, then hand it back unchanged.
+			held := make(chan struct{})
+			go func() {
+				defer close(held)
+				onThread()
+			}()
+			<-held
+			runtime.UnlockOSThread()
+			return
+		}
+		// No UnlockOSThread: the runtime ends this thread, and its
+		// mount namespace, with the goroutine.
+		if err := o.mount(); err != nil {
+			done <- result{err: err}
+			return
+		}
+		st, err := fn()
+		done <- result{st, err}
+	}
+	go onThread()
+	r := <-done
+	return r.st, r.err
+}
+
+// mount unshares the calling thread's mount namespace, keeps its mounts
+// from reaching the host's, and mounts the overlay.
+func (o *overlayMount) mount() error {
+	if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("mounting the build caches: a private mount namespace: %w", err)
+	}
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("mounting the build caches: making the mounts private: %w", err)
+	}
 	opts := "lowerdir=" + o.lower + ",upperdir=" + o.upper + ",workdir=" + o.work
-	// unshare and sh exec in turn, so bwrap keeps the process (its
-	// cgroup, its death signal, the files it inherits).
-	script := `mount -t overlay -o "$1" superagent-build "$2" && shift 2 && exec "$@"`
-	return "/usr/bin/unshare", append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh", opts, o.target, name}, args...), nil
+	if err := syscall.Mount("superagent-build", o.target, "overlay", 0, opts); err != nil {
+		return fmt.Errorf("mounting the build caches (overlay): %w", err)
+	}
+	return nil
 }
 
 // stampCheckout sets the modification time of every regular file git
