@@ -74,7 +74,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	redirect := q.Get("redirect_uri")
 	u, ok := signinpage.RedirectURL(redirect)
-	if !ok {
+	if !ok || !s.callbackAllowed(redirect) {
 		http.Error(w, "The redirect_uri MUST match the registered callback URL for this application.", http.StatusBadRequest)
 		return
 	}
