@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"time"
+
+	"github.com/superagent-dev/superagent/internal/testkit/contract"
 )
 
 // Registering an App from a manifest
@@ -61,6 +63,7 @@ func (s *Server) Manifest() *RegisteredManifest {
 // /organizations/{org}/settings/apps/new: it registers the manifest and
 // redirects to its redirect_url with a code and the state.
 func (s *Server) newApp(w http.ResponseWriter, r *http.Request) {
+	contract.Cover("github-web", "POST /settings/apps/new")
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
