@@ -105,6 +105,7 @@ func TestComposeFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(caddyfile), "{$DOMAIN} {")
 	require.Contains(t, string(caddyfile), "reverse_proxy serve:8080")
+	require.Contains(t, string(caddyfile), "respond /metrics 404", "the metrics stay off the internet")
 	require.Equal(t, "${DOMAIN:-localhost}", tls.Environment["DOMAIN"])
 
 	require.Empty(t, c.Services["worker"].Ports, "published ports stop `--scale worker=N`")
