@@ -243,3 +243,8 @@ func TestNewGitHubListsEveryProblem(t *testing.T) {
 }
 
 func htmlUnescape(s string) string { return html.UnescapeString(s) }
+
+func TestGitHubCommandNeedsTheFlagOnlyWithoutAPublicURL(t *testing.T) {
+	require.Equal(t, "superagent setup github", setup.GitHubCommand("https://agent.example.com"))
+	require.Equal(t, "superagent setup github -public-url https://<public host>", setup.GitHubCommand(""))
+}
