@@ -326,7 +326,7 @@ func TestGitHubApp(t *testing.T) {
 		e := setup(t)
 		e.hook["url"] = "https://old.example.com/hooks"
 		results, _, failed := run(t, e.cfg)
-		requireResult(t, results, "GitHub App", doctor.Warn, "its webhooks go to https://old.example.com/hooks, not to superagent's /webhooks/github", "General → Webhook")
+		requireResult(t, results, "GitHub App", doctor.Warn, "its webhooks go to https://old.example.com/hooks, not to superagent's /webhooks/github", "General → Webhook) make it active with the URL https://agent.example.com/webhooks/github")
 		require.Zero(t, failed)
 	})
 	t.Run("no webhook", func(t *testing.T) {
