@@ -54,7 +54,7 @@ figures = out=$$($(GO) test -count=1 -v $(1) 2>&1); status=$$?; \
 
 # The suites whose tests talk to the fakes (internal/testkit), which hold
 # every request, answer and webhook payload to the platforms' descriptions.
-CONTRACT_SUITES ?= ./internal/githubapp ./internal/feishu ./outbox ./webhooks ./executor ./orchestrator \
+CONTRACT_SUITES ?= ./internal/githubapp ./internal/feishu ./outbox ./webhooks ./people ./executor ./orchestrator \
 	./admin ./cmd/superagent/internal/doctor ./cmd/superagent/internal/setup ./cmd/superagent
 CONTRACT_COVERAGE ?= $(CURDIR)/.contract-coverage
 

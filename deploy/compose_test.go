@@ -13,6 +13,7 @@ import (
 type composeFile struct {
 	Services map[string]struct {
 		Image         string                       `yaml:"image"`
+		Profiles      []string                     `yaml:"profiles"`
 		Build         struct{ Context string }     `yaml:"build"`
 		Command       []string                     `yaml:"command"`
 		Ports         []string                     `yaml:"ports"`
@@ -84,6 +85,28 @@ func TestComposeFile(t *testing.T) {
 		}
 	}
 	require.Contains(t, string(dockerfile), `CMD ["/usr/local/bin/superagent", "healthcheck"]`)
+
+	// `superagent setup github` on the data volume, by hand only: its page
+	// listens inside the container and is published on the loopback.
+	setup := c.Services["setup"]
+	require.Equal(t, []string{"setup"}, setup.Profiles, "not started by `up`")
+	require.Equal(t, []string{"setup", "github", "-listen", "0.0.0.0:8765"}, setup.Command)
+	require.Equal(t, []string{"127.0.0.1:8765:8765"}, setup.Ports)
+	require.Contains(t, setup.Volumes, "data:/data")
+	require.Equal(t, "/data", setup.Environment["SUPERAGENT_DATA_DIR"])
+	require.Equal(t, []string{"./superagent.env"}, setup.EnvFile)
+
+	// The optional TLS front proxies to serve with deploy/Caddyfile.
+	tls := c.Services["tls"]
+	require.Equal(t, []string{"tls"}, tls.Profiles)
+	require.Contains(t, tls.Volumes, "./Caddyfile:/etc/caddy/Caddyfile:ro")
+	require.Equal(t, "service_healthy", tls.DependsOn["serve"]["condition"])
+	caddyfile, err := os.ReadFile("Caddyfile")
+	require.NoError(t, err)
+	require.Contains(t, string(caddyfile), "{$DOMAIN} {")
+	require.Contains(t, string(caddyfile), "reverse_proxy serve:8080")
+	require.Contains(t, string(caddyfile), "respond /metrics 404", "the metrics stay off the internet")
+	require.Equal(t, "${DOMAIN:-localhost}", tls.Environment["DOMAIN"])
 
 	require.Empty(t, c.Services["worker"].Ports, "published ports stop `--scale worker=N`")
 	require.Empty(t, c.Services["worker"].ContainerName, "a container name stops `--scale worker=N`")

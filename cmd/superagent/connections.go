@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/superagent-dev/superagent/admin"
+	"github.com/superagent-dev/superagent/cmd/superagent/internal/setup"
 	"github.com/superagent-dev/superagent/executor/workspace"
 	"github.com/superagent-dev/superagent/internal/db"
 )
@@ -16,7 +17,7 @@ func connections(cfg *config, d *db.DB) func(context.Context) []admin.Connection
 	return func(context.Context) []admin.Connection {
 		gh := admin.Connection{Kind: admin.ConnGitHub, Name: "GitHub App",
 			Configured: cfg.GitHubAppID != 0 && len(cfg.GitHubPrivateKeyPEM) > 0 && cfg.GitHubWebhookSecret != "",
-			Hint:       "run `superagent setup github`, or set SUPERAGENT_GITHUB_APP_ID, SUPERAGENT_GITHUB_PRIVATE_KEY and SUPERAGENT_GITHUB_WEBHOOK_SECRET; then `superagent doctor`"}
+			Hint:       "run `" + setup.GitHubCommand(cfg.PublicURL) + "`, or set SUPERAGENT_GITHUB_APP_ID, SUPERAGENT_GITHUB_PRIVATE_KEY and SUPERAGENT_GITHUB_WEBHOOK_SECRET; then `superagent doctor`"}
 		if gh.Configured {
 			gh.Detail = fmt.Sprintf("App %d", cfg.GitHubAppID)
 		}

@@ -11,9 +11,10 @@ import (
 )
 
 const setupUsage = `Usage:
-  superagent setup github -public-url URL [-org ORG] [-name NAME] [-listen ADDR] [-web-url URL] [-workflows] [-overwrite]
+  superagent setup github [-public-url URL] [-org ORG] [-name NAME] [-listen ADDR] [-web-url URL] [-workflows] [-overwrite]
       register a GitHub App in one click (GitHub's manifest flow) and store its
-      credentials in the data directory
+      credentials and OAuth client in the data directory; -public-url defaults
+      to SUPERAGENT_PUBLIC_URL and is required when that is unset
   superagent setup feishu
       check the Feishu/Lark app credentials: mint a tenant token, read the bot
 `
@@ -28,11 +29,11 @@ func setupCommand(ctx context.Context, cfg *config, args []string, stdout, stder
 	case "github":
 		fs := flag.NewFlagSet("setup github", flag.ContinueOnError)
 		fs.SetOutput(stderr)
-		publicURL := fs.String("public-url", "", "where GitHub reaches this service, e.g. https://agent.example.com (required)")
+		publicURL := fs.String("public-url", cfg.PublicURL, "where GitHub reaches this service, e.g. https://agent.example.com (default SUPERAGENT_PUBLIC_URL)")
 		org := fs.String("org", "", "register the App under this organisation (default: your own account)")
 		name := fs.String("name", "superagent", "the App's proposed name")
 		listen := fs.String("listen", setup.DefaultSetupAddr, "address of the local setup page")
-		webURL := fs.String("web-url", "", "GitHub's web root (GitHub Enterprise Server; default derived from SUPERAGENT_GITHUB_API_URL)")
+		webURL := fs.String("web-url", webDefault(cfg), "GitHub's web root (GitHub Enterprise Server; default SUPERAGENT_GITHUB_WEB_URL, else derived from SUPERAGENT_GITHUB_API_URL)")
 		workflows := fs.Bool("workflows", false, "ask for workflows write, so agents may change .github/workflows")
 		overwrite := fs.Bool("overwrite", false, "replace an App already stored in the data directory")
 		if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 0 {
@@ -64,12 +65,25 @@ func setupCommand(ctx context.Context, cfg *config, args []string, stdout, stder
 	return 2
 }
 
+// webDefault is SUPERAGENT_GITHUB_WEB_URL when it names another host than
+// github.com; empty lets setup derive GitHub Enterprise Server's from the
+// API URL.
+func webDefault(cfg *config) string {
+	if cfg.GitHubWebURL == "https://github.com" {
+		return ""
+	}
+	return cfg.GitHubWebURL
+}
+
 // doctorCommand checks every part of the configuration and the services it
 // names, and prints what is wrong and how to fix it.
 func doctorCommand(ctx context.Context, cfg *config, stdout io.Writer) int {
 	failed := doctor.Run(ctx, doctor.Config{
 		DataDir:                 cfg.DataDir,
 		DatabaseURL:             cfg.DatabaseURL,
+		PublicURL:               cfg.PublicURL,
+		GitHubClientID:          cfg.GitHubClientID,
+		GitHubClientSecret:      cfg.GitHubClientSecret,
 		GitHubAppID:             cfg.GitHubAppID,
 		GitHubPrivateKey:        cfg.GitHubPrivateKeyPEM,
 		GitHubWebhookSecret:     cfg.GitHubWebhookSecret,

@@ -1,9 +1,12 @@
 // Command contractdoc writes docs/contracts.md: the GitHub REST operations,
-// GitHub webhook events and Feishu Open API calls the product's code uses
-// (read from its source), each with whether a contract-checked test
-// exercised it (read from the records internal/testkit/contract.Cover
-// leaves when SUPERAGENT_CONTRACT_COVERAGE is set). make contracts runs the
-// suites that use the fakes with it set, one package at a time, then this.
+// GitHub web routes (OAuth, the App manifest page), GitHub webhook events
+// and Feishu Open API calls the product's code uses (read from its source),
+// each with whether a contract-checked test exercised it (read from the
+// records internal/testkit/contract.Cover leaves when
+// SUPERAGENT_CONTRACT_COVERAGE is set). make contracts runs the suites that
+// use the fakes with it set, one package at a time, then this. Its test
+// (part of go test ./...) fails when the document's list is not the one
+// the code makes.
 package main
 
 import (
@@ -57,12 +60,12 @@ func run(root, covDir, outPath string) error {
 
 // report is what the product uses.
 type report struct {
-	github, webhooks, feishu []Use
-	inContract               map[string]bool // GitHub operationIds the fake is held to
-	feishuCalls              map[string]bool
+	github, web, webhooks, feishu []Use
+	inContract                    map[string]bool // GitHub operationIds the fake is held to
+	feishuCalls                   map[string]bool
 }
 
-func (r report) total() int { return len(r.github) + len(r.webhooks) + len(r.feishu) }
+func (r report) total() int { return len(r.github) + len(r.web) + len(r.webhooks) + len(r.feishu) }
 
 func collect(root string) (report, error) {
 	spec, err := fakegithub.Spec()
@@ -87,6 +90,9 @@ func collect(root string) (report, error) {
 		r.inContract[op.ID] = true
 	}
 	if r.github, err = githubUses(root, files, resolve); err != nil {
+		return report{}, err
+	}
+	if r.web, err = webUses(root, files); err != nil {
 		return report{}, err
 	}
 	if r.webhooks, err = webhookUses(root); err != nil {
@@ -171,6 +177,21 @@ Not REST, so not checked against the OpenAPI description: GraphQL
 (`+"`resolveReviewThread`"+`, executor/tools_github.go) and git over HTTPS
 (clone and push).
 
+## GitHub web routes
+
+On GitHub's web host, not the REST API: the OAuth web flow (signing in to
+the panel, a Feishu user linking their login) and the App manifest's page.
+GitHub's OpenAPI description does not hold them; the fake follows GitHub's
+prose, as internal/testkit/github/SEMANTICS.md says. "Covered" means a test
+went through the fake's route.
+
+| route | through | used in | covered |
+| --- | --- | --- | --- |
+`)
+	for _, u := range r.web {
+		fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", u.ID, u.Via, files(u.Files), mark(has("github-web", u.ID)))
+	}
+	fmt.Fprint(w, `
 ## GitHub webhook events
 
 The events and actions webhooks/github_event.go acts on. Others are

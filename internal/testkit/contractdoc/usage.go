@@ -74,7 +74,48 @@ var services = map[string]string{
 var (
 	sprintfPath = regexp.MustCompile(`(\w+) :?= fmt\.Sprintf\("(/?(?:repos|app|users|orgs)/[^"]*)"`)
 	newRequest  = regexp.MustCompile(`\.NewRequest\(http\.Method(\w+), (\w+),`)
+	// apiRequest is a request built with net/http against the REST root
+	// (people/oauth.go reads GET /user with a user token):
+	//	http.NewRequestWithContext(ctx, http.MethodGet, o.api()+"/user", nil)
+	apiRequest = regexp.MustCompile(`http\.NewRequestWithContext\(\w+, http\.Method(\w+), \w+\.api\(\)\s*\+\s*"(/[^"?]*)"`)
 )
+
+// webRoutes are the routes on GitHub's web host (not the REST API, so not in
+// the OpenAPI description) the product sends people or requests to, by
+// the path it writes: the OAuth web flow and the App manifest's new-App
+// page. internal/testkit/github/SEMANTICS.md says what the fake follows.
+var webRoutes = []struct {
+	path, method, via string
+}{
+	{"/login/oauth/authorize", "GET", "browser redirect (sign-in with GitHub)"},
+	{"/login/oauth/access_token", "POST", "raw request (the code for a user token)"},
+	{"/settings/apps/new", "POST", "browser form (setup github's App manifest)"},
+}
+
+// webUses finds the web routes the product uses: a string literal that
+// starts with the route's path.
+func webUses(root string, files []string) ([]Use, error) {
+	uses := map[string]*Use{}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range webRoutes {
+			if !strings.Contains(string(b), `"`+w.path) {
+				continue
+			}
+			id := w.method + " " + w.path
+			u := uses[id]
+			if u == nil {
+				u = &Use{ID: id, Method: w.method, Path: w.path, Via: w.via}
+				uses[id] = u
+			}
+			u.Files = append(u.Files, f)
+		}
+	}
+	return sorted(uses), nil
+}
 
 // githubUses finds the REST operations the product calls, reading go-github's
 // //meta:operation comments for the methods it calls.
@@ -128,6 +169,9 @@ func githubUses(root string, files []string, resolve func(method, path string) (
 			if p, ok := paths[m[2]]; ok {
 				add(strings.ToUpper(m[1]), templated(p), "raw request", f)
 			}
+		}
+		for _, m := range apiRequest.FindAllStringSubmatch(src, -1) {
+			add(strings.ToUpper(m[1]), m[2], "raw request", f)
 		}
 		if strings.Contains(src, `"github.com/bradleyfalzon/ghinstallation/v2"`) {
 			add("POST", "/app/installations/{installation_id}/access_tokens", "ghinstallation", f)
@@ -251,10 +295,13 @@ func webhookUses(root string) ([]Use, error) {
 }
 
 // larkCall is a call through the Lark SDK's service clients:
-// c.lark.Im.Message.Reply(…), c.lark.Im.MessageReaction.Create(…).
+// c.lark.Im.Message.Reply(…), c.lark.Im.MessageReaction.Create(…);
+// larkVersioned one through a service's versioned client:
+// c.lark.Contact.V3.User.Get(…).
 var (
-	larkCall = regexp.MustCompile(`\.lark\.(\w+)\.(\w+)\.(\w+)\(`)
-	larkRaw  = regexp.MustCompile(`\.lark\.(Get|Post)\(ctx, "(/open-apis/[^"]+)"`)
+	larkCall      = regexp.MustCompile(`\.lark\.(\w+)\.(\w+)\.(\w+)\(`)
+	larkVersioned = regexp.MustCompile(`\.lark\.(\w+)\.V(\d+)\.(\w+)\.(\w+)\(`)
+	larkRaw       = regexp.MustCompile(`\.lark\.(Get|Post)\(ctx, "(/open-apis/[^"]+)"`)
 )
 
 // feishuUses finds the Open API calls the product makes.
@@ -279,6 +326,9 @@ func feishuUses(root string, files []string) ([]Use, error) {
 		src := string(b)
 		for _, m := range larkCall.FindAllStringSubmatch(src, -1) {
 			add(lower(m[1])+".v1."+lower(m[2])+"."+lower(m[3]), "SDK "+m[1]+"."+m[2]+"."+m[3], f)
+		}
+		for _, m := range larkVersioned.FindAllStringSubmatch(src, -1) {
+			add(lower(m[1])+".v"+m[2]+"."+lower(m[3])+"."+lower(m[4]), "SDK "+m[1]+".V"+m[2]+"."+m[3]+"."+m[4], f)
 		}
 		for _, m := range larkRaw.FindAllStringSubmatch(src, -1) {
 			// /open-apis/bot/v3/info → bot.v3.info

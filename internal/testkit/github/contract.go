@@ -32,7 +32,7 @@ var Spec = sync.OnceValues(func() (*contract.Spec, error) {
 // contract is a GraphQL schema rather than OpenAPI.
 func outOfContract(r *http.Request) bool {
 	p := r.URL.Path
-	return strings.HasPrefix(p, "/git/") || strings.HasPrefix(p, "/_fake/") || strings.HasPrefix(p, "/login/oauth/") || p == "/graphql" || p == "/api/graphql"
+	return strings.HasPrefix(p, "/git/") || strings.HasPrefix(p, "/_fake/") || strings.HasPrefix(p, "/login/oauth/") || strings.HasSuffix(p, "/settings/apps/new") || p == "/graphql" || p == "/api/graphql"
 }
 
 // Violation is one way a request the fake received, or an answer it gave,

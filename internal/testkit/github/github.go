@@ -103,6 +103,7 @@ type Server struct {
 	st          *store
 	users       users
 	oauth       oauth
+	manifest    manifestFlow
 	used        map[int64]int  // installation → requests counted against its quota
 	operations  map[string]int // operationId → requests
 }
@@ -150,6 +151,9 @@ func New(t testing.TB) *Server {
 	s.mux.HandleFunc("GET /login/oauth/authorize", s.authorize)
 	s.mux.HandleFunc("POST /login/oauth/access_token", s.accessToken)
 	s.mux.HandleFunc("GET /user", s.getAuthenticatedUser)
+	s.mux.HandleFunc("POST /settings/apps/new", s.newApp)
+	s.mux.HandleFunc("POST /organizations/{org}/settings/apps/new", s.newApp)
+	s.mux.HandleFunc("POST /app-manifests/{code}/conversions", s.convertManifest)
 	// GitHub answers an unknown route with its JSON error, not net/http's
 	// text.
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { WriteError(w, http.StatusNotFound, "Not Found") })

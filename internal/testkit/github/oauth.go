@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/superagent-dev/superagent/internal/testkit/contract"
 	"github.com/superagent-dev/superagent/internal/testkit/signinpage"
 )
 
@@ -67,6 +68,7 @@ func randomHex(n int) string {
 // redirects to redirect_uri with code and state. The fake approves at
 // once for the browser's person.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	contract.Cover("github-web", "GET /login/oauth/authorize")
 	q := r.URL.Query()
 	if q.Get("client_id") != s.ClientID() {
 		http.Error(w, "The client_id is not valid.", http.StatusNotFound)
@@ -74,7 +76,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	redirect := q.Get("redirect_uri")
 	u, ok := signinpage.RedirectURL(redirect)
-	if !ok {
+	if !ok || !s.callbackAllowed(redirect) {
 		http.Error(w, "The redirect_uri MUST match the registered callback URL for this application.", http.StatusBadRequest)
 		return
 	}
@@ -97,6 +99,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 // application/json, else a form-encoded body. A code works once and for
 // ten minutes.
 func (s *Server) accessToken(w http.ResponseWriter, r *http.Request) {
+	contract.Cover("github-web", "POST /login/oauth/access_token")
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return

@@ -1,5 +1,6 @@
 // Package doctor checks a deployment before (or while) it runs: that the
-// settings for each enabled feature are complete, that the database answers
+// settings for each enabled feature are complete, which of the public
+// endpoints the service serves with them, that the database answers
 // and is migrated, that the GitHub App can authenticate and is installed,
 // that the Feishu app's credentials work, and that the model endpoint answers
 // a one-token request. Every problem is reported with what is wrong and how to
@@ -26,11 +27,14 @@ import (
 type Config struct {
 	DataDir     string // SUPERAGENT_DATA_DIR
 	DatabaseURL string // SUPERAGENT_DATABASE_URL, or the SQLite default
+	PublicURL   string // SUPERAGENT_PUBLIC_URL
 
 	GitHubAppID         int64  // SUPERAGENT_GITHUB_APP_ID
 	GitHubPrivateKey    []byte // PEM, read from SUPERAGENT_GITHUB_PRIVATE_KEY
 	GitHubWebhookSecret string // SUPERAGENT_GITHUB_WEBHOOK_SECRET
 	GitHubAPIURL        string // SUPERAGENT_GITHUB_API_URL; default https://api.github.com
+	GitHubClientID      string // SUPERAGENT_GITHUB_CLIENT_ID
+	GitHubClientSecret  string // SUPERAGENT_GITHUB_CLIENT_SECRET
 
 	FeishuAppID             string // SUPERAGENT_FEISHU_APP_ID
 	FeishuAppSecret         string // SUPERAGENT_FEISHU_APP_SECRET
@@ -123,6 +127,9 @@ func Check(ctx context.Context, cfg Config) []Result {
 		{"GitHub settings", d.githubSettings},
 		{"Feishu settings", d.feishuSettings},
 		{"model settings", d.modelSettings},
+		{"/webhooks/github", d.githubEndpoint},
+		{"/webhooks/feishu", d.feishuEndpoint},
+		{"/oauth/github/callback", d.signInEndpoint},
 		{"database", d.database},
 		{"migrations", d.migrations},
 		{"GitHub App", d.githubApp},
@@ -185,7 +192,7 @@ func withDefaults(cfg Config) Config {
 // secrets, the credentials written into any configured URL, and, in any URL
 // the text holds, its user info and secret-looking query values.
 func newScrubber(cfg Config) func(string) string {
-	known := []string{cfg.GitHubWebhookSecret, string(cfg.GitHubPrivateKey), cfg.FeishuAppSecret,
+	known := []string{cfg.GitHubWebhookSecret, string(cfg.GitHubPrivateKey), cfg.GitHubClientSecret, cfg.FeishuAppSecret,
 		cfg.FeishuVerificationToken, cfg.FeishuEncryptKey, cfg.ModelAPIKey, cfg.RouterModelAPIKey}
 	// A database's user name is a name (postgres, say), not a secret; in
 	// an HTTP URL the user is often a key.

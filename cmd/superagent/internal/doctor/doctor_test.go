@@ -79,7 +79,10 @@ func setup(t *testing.T) *env {
 	e.cfg = doctor.Config{
 		DataDir:                 t.TempDir(),
 		DatabaseURL:             dbtest.SQLiteURL(t),
+		PublicURL:               "https://agent.example.com",
 		GitHubAppID:             e.github.AppID,
+		GitHubClientID:          e.github.ClientID(),
+		GitHubClientSecret:      fakegithub.ClientSecret,
 		GitHubPrivateKey:        e.github.PrivateKey(),
 		GitHubWebhookSecret:     webhookSecret,
 		GitHubAPIURL:            e.github.URL,
@@ -105,7 +108,7 @@ func run(t *testing.T, cfg doctor.Config) (map[string]doctor.Result, string, int
 	failed := doctor.Run(context.Background(), cfg, &out)
 	text := out.String()
 	t.Log("\n" + text)
-	for _, s := range []string{webhookSecret, feishuSecret, feishuToken, feishuKey, modelKey, "PRIVATE KEY", "s3cret-db-password"} {
+	for _, s := range []string{webhookSecret, feishuSecret, feishuToken, feishuKey, modelKey, fakegithub.ClientSecret, "PRIVATE KEY", "s3cret-db-password"} {
 		require.NotContains(t, text, s)
 	}
 	byName := map[string]doctor.Result{}
@@ -153,7 +156,17 @@ func TestSettings(t *testing.T) {
 		results, _, failed := run(t, e.cfg)
 		requireResult(t, results, "GitHub settings", doctor.Fail, "SUPERAGENT_GITHUB_PRIVATE_KEY, SUPERAGENT_GITHUB_WEBHOOK_SECRET missing", "superagent setup github")
 		requireResult(t, results, "GitHub App", doctor.Skip, "not checked", "")
+		requireResult(t, results, "/webhooks/github", doctor.Warn, "off (answers 404)", "SUPERAGENT_GITHUB_WEBHOOK_SECRET")
 		require.Equal(t, 1, failed)
+	})
+	t.Run("only the webhook secret", func(t *testing.T) {
+		// The endpoint authenticates with the secret alone, so it takes
+		// deliveries; the doctor says so, and what is missing.
+		e := setup(t)
+		e.cfg.GitHubAppID, e.cfg.GitHubPrivateKey = 0, nil
+		results, _, _ := run(t, e.cfg)
+		requireResult(t, results, "GitHub settings", doctor.Fail, "SUPERAGENT_GITHUB_APP_ID, SUPERAGENT_GITHUB_PRIVATE_KEY missing", "")
+		requireResult(t, results, "/webhooks/github", doctor.Warn, "on: https://agent.example.com/webhooks/github accepts and stores signed deliveries", "SUPERAGENT_GITHUB_APP_ID")
 	})
 	t.Run("Feishu webhook mode without encrypt key", func(t *testing.T) {
 		e := setup(t)
@@ -166,6 +179,13 @@ func TestSettings(t *testing.T) {
 		e.cfg.FeishuEncryptKey, e.cfg.FeishuVerificationToken, e.cfg.FeishuMode = "", "", "longconn"
 		results, _, _ := run(t, e.cfg)
 		requireResult(t, results, "Feishu settings", doctor.OK, "longconn mode", "")
+		requireResult(t, results, "/webhooks/feishu", doctor.Skip, "off (answers 404): not needed", "")
+	})
+	t.Run("Feishu keys without the app", func(t *testing.T) {
+		e := setup(t)
+		e.cfg.FeishuAppID, e.cfg.FeishuAppSecret = "", ""
+		results, _, _ := run(t, e.cfg)
+		requireResult(t, results, "/webhooks/feishu", doctor.Warn, "on: https://agent.example.com/webhooks/feishu accepts encrypted events, but", "SUPERAGENT_FEISHU_APP_ID")
 	})
 	t.Run("no model", func(t *testing.T) {
 		e := setup(t)
@@ -186,10 +206,20 @@ func TestSettings(t *testing.T) {
 	t.Run("no source of work", func(t *testing.T) {
 		e := setup(t)
 		e.cfg.GitHubAppID, e.cfg.GitHubPrivateKey, e.cfg.GitHubWebhookSecret = 0, nil, ""
-		e.cfg.FeishuAppID, e.cfg.FeishuAppSecret = "", ""
+		e.cfg.FeishuAppID, e.cfg.FeishuAppSecret, e.cfg.FeishuVerificationToken, e.cfg.FeishuEncryptKey = "", "", "", ""
 		results, _, _ := run(t, e.cfg)
-		requireResult(t, results, "GitHub settings", doctor.Skip, "superagent setup github", "")
-		requireResult(t, results, "Feishu settings", doctor.Warn, "no work can arrive", "superagent setup github")
+		requireResult(t, results, "GitHub settings", doctor.Skip, "`superagent setup github`", "")
+		requireResult(t, results, "Feishu settings", doctor.Warn, "no work can arrive", "`superagent setup github`")
+		requireResult(t, results, "/webhooks/github", doctor.Skip, "off (answers 404)", "")
+		requireResult(t, results, "/webhooks/feishu", doctor.Skip, "off (answers 404): Feishu is not configured", "")
+
+		// Without SUPERAGENT_PUBLIC_URL every hint gives the flag
+		// `setup github` then needs.
+		e.cfg.PublicURL = ""
+		results, _, _ = run(t, e.cfg)
+		requireResult(t, results, "GitHub settings", doctor.Skip, "`superagent setup github -public-url https://<public host>`", "")
+		requireResult(t, results, "Feishu settings", doctor.Warn, "no work can arrive", "`superagent setup github -public-url https://<public host>`")
+		requireResult(t, results, "/oauth/github/callback", doctor.Skip, "SUPERAGENT_PUBLIC_URL (`superagent setup github -public-url https://<public host>` stores them)", "")
 	})
 	t.Run("secret files readable by others", func(t *testing.T) {
 		e := setup(t)
@@ -295,7 +325,7 @@ func TestGitHubApp(t *testing.T) {
 		e := setup(t)
 		e.hook["url"] = "https://old.example.com/hooks"
 		results, _, failed := run(t, e.cfg)
-		requireResult(t, results, "GitHub App", doctor.Warn, "its webhooks go to https://old.example.com/hooks, not to superagent's /webhooks/github", "General → Webhook")
+		requireResult(t, results, "GitHub App", doctor.Warn, "its webhooks go to https://old.example.com/hooks, not to superagent's /webhooks/github", "General → Webhook) make it active with the URL https://agent.example.com/webhooks/github")
 		require.Zero(t, failed)
 	})
 	t.Run("no webhook", func(t *testing.T) {

@@ -69,7 +69,7 @@ func (d *doctor) githubApp(ctx context.Context) Result {
 		problems = append(problems, "the App lacks "+gaps)
 		fixes = append(fixes, "on the App's settings page (Permissions & events) grant "+gaps+", then accept the new permissions on each installation")
 	}
-	if problem, fix := hookProblem(ctx, client.App()); problem != "" {
+	if problem, fix := hookProblem(ctx, client.App(), d.at("/webhooks/github")); problem != "" {
 		problems = append(problems, problem)
 		fixes = append(fixes, fix)
 	}
@@ -82,8 +82,11 @@ func (d *doctor) githubApp(ctx context.Context) Result {
 // hookProblem reads the App's webhook configuration and says what would
 // keep deliveries from arriving. A failure to read it is not reported: the
 // checks above already proved the credentials.
-func hookProblem(ctx context.Context, app *github.Client) (problem, fix string) {
-	const fixURL = "on the App's settings page (General → Webhook) make it active with the URL https://<public host>/webhooks/github"
+func hookProblem(ctx context.Context, app *github.Client, want string) (problem, fix string) {
+	if !strings.HasPrefix(want, "http") {
+		want = "https://<public host>" + want
+	}
+	fixURL := "on the App's settings page (General → Webhook) make it active with the URL " + want
 	hook, resp, err := app.Apps.GetHookConfig(ctx)
 	switch {
 	case err != nil && resp != nil && resp.StatusCode == http.StatusNotFound:

@@ -77,7 +77,7 @@ func (d *doctor) dataDir(ctx context.Context) Result {
 func (d *doctor) githubSettings(ctx context.Context) Result {
 	c := d.cfg
 	if !d.githubConfigured() {
-		return skip("GitHub is not configured; run `superagent setup github` to register an App")
+		return skip("GitHub is not configured; run `%s` to register an App", setup.GitHubCommand(c.PublicURL))
 	}
 	var missing []string
 	if c.GitHubAppID == 0 {
@@ -90,8 +90,9 @@ func (d *doctor) githubSettings(ctx context.Context) Result {
 		missing = append(missing, "SUPERAGENT_GITHUB_WEBHOOK_SECRET")
 	}
 	if len(missing) > 0 {
-		return fail("set "+strings.Join(missing, ", ")+" from the App's settings page (or `superagent setup github` writes all three to the data directory)",
-			"GitHub is partly configured: %s missing; /webhooks/github stays off", strings.Join(missing, ", "))
+		// What still works is said by the /webhooks/github line.
+		return fail("set "+strings.Join(missing, ", ")+" from the App's settings page (or `"+setup.GitHubCommand(c.PublicURL)+"` writes all three to the data directory)",
+			"GitHub is partly configured: %s missing", strings.Join(missing, ", "))
 	}
 	if len(c.GitHubWebhookSecret) < 16 {
 		return warn("set a longer webhook secret on the App and in SUPERAGENT_GITHUB_WEBHOOK_SECRET (openssl rand -hex 32)",
@@ -104,7 +105,7 @@ func (d *doctor) feishuSettings(ctx context.Context) Result {
 	c := d.cfg
 	if !d.feishuConfigured() {
 		if !d.githubConfigured() {
-			return warn("configure GitHub (`superagent setup github`) or Feishu (SUPERAGENT_FEISHU_APP_ID and _APP_SECRET)",
+			return warn("configure GitHub (`"+setup.GitHubCommand(c.PublicURL)+"`) or Feishu (SUPERAGENT_FEISHU_APP_ID and _APP_SECRET)",
 				"neither GitHub nor Feishu is configured: no work can arrive")
 		}
 		return skip("Feishu is not configured")

@@ -27,6 +27,10 @@ const (
 	EnvGitHubWebhookSecret = "SUPERAGENT_GITHUB_WEBHOOK_SECRET"
 	EnvGitHubAPIURL        = "SUPERAGENT_GITHUB_API_URL"
 	EnvGitHubAppSlug       = "SUPERAGENT_GITHUB_APP_SLUG"
+	EnvGitHubClientID      = "SUPERAGENT_GITHUB_CLIENT_ID"
+	EnvGitHubClientSecret  = "SUPERAGENT_GITHUB_CLIENT_SECRET"
+	EnvGitHubWebURL        = "SUPERAGENT_GITHUB_WEB_URL"
+	EnvPublicURL           = "SUPERAGENT_PUBLIC_URL"
 )
 
 // appCredentialVars are the settings that must come from one place: an App
@@ -43,15 +47,34 @@ type GitHubApp struct {
 	Owner         string // the account (user or organisation) that owns it
 	PrivateKeyPEM []byte
 	WebhookSecret string
+	// ClientID and ClientSecret are the App's OAuth client, which signs
+	// people in to the panel with GitHub. GitHub shows the secret once,
+	// in the manifest conversion's answer.
+	ClientID     string
+	ClientSecret string
+}
+
+// AppSite is where an App registered by the manifest flow lives: the
+// addresses the service needs to reach GitHub and to be reached.
+type AppSite struct {
+	// APIURL is the REST API root; recorded when it is not GitHub.com's.
+	APIURL string
+	// WebURL is GitHub's web root (the OAuth pages); recorded when it is
+	// not https://github.com.
+	WebURL string
+	// PublicURL is the service's public address the App was registered
+	// with: its webhook and OAuth callback URLs start with it, so the
+	// service must build the same ones. Recorded when set.
+	PublicURL string
 }
 
 // WriteGitHubAppFile stores app in dataDir: the private key in
 // github-app.pem and the settings in github-app.env, both mode 0600, each
 // written to a temporary file and renamed so a crash leaves no half file.
-// apiURL is recorded when it is not GitHub.com's. It refuses to replace
+// The site's addresses are recorded as AppSite says. It refuses to replace
 // existing files unless overwrite is set: the old key would be lost while its
 // App lives on.
-func WriteGitHubAppFile(dataDir string, app *GitHubApp, apiURL string, overwrite bool, now time.Time) error {
+func WriteGitHubAppFile(dataDir string, app *GitHubApp, site AppSite, overwrite bool, now time.Time) error {
 	if !overwrite {
 		if err := checkNoAppFile(dataDir); err != nil {
 			return err
@@ -65,15 +88,26 @@ func WriteGitHubAppFile(dataDir string, app *GitHubApp, apiURL string, overwrite
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Written by `superagent setup github` on %s for the GitHub App %q (%s).\n", now.UTC().Format(time.RFC3339), app.Slug, app.HTMLURL)
-	fmt.Fprintf(&b, "# The service reads this file when the SUPERAGENT_GITHUB_* variables are unset. Keep it private (mode 0600).\n")
+	fmt.Fprintf(&b, "# The service reads this file when SUPERAGENT_GITHUB_APP_ID, _PRIVATE_KEY and _WEBHOOK_SECRET are all unset;\n")
+	fmt.Fprintf(&b, "# then each value here applies where the environment leaves the setting unset. Keep it private (mode 0600).\n")
 	fmt.Fprintf(&b, "%s=%d\n", EnvGitHubAppID, app.ID)
 	fmt.Fprintf(&b, "%s=%s\n", EnvGitHubAppSlug, app.Slug)
 	// A relative path: LoadGitHubAppFile resolves it against the data
 	// directory, so the directory can move (or be mounted elsewhere).
 	fmt.Fprintf(&b, "%s=%s\n", EnvGitHubPrivateKey, GitHubAppKeyFile)
 	fmt.Fprintf(&b, "%s=%s\n", EnvGitHubWebhookSecret, app.WebhookSecret)
-	if apiURL != "" && !isGitHubDotCom(apiURL) {
-		fmt.Fprintf(&b, "%s=%s\n", EnvGitHubAPIURL, apiURL)
+	if app.ClientID != "" && app.ClientSecret != "" {
+		fmt.Fprintf(&b, "%s=%s\n", EnvGitHubClientID, app.ClientID)
+		fmt.Fprintf(&b, "%s=%s\n", EnvGitHubClientSecret, app.ClientSecret)
+	}
+	if site.PublicURL != "" {
+		fmt.Fprintf(&b, "%s=%s\n", EnvPublicURL, strings.TrimRight(site.PublicURL, "/"))
+	}
+	if site.APIURL != "" && !isGitHubDotCom(site.APIURL) {
+		fmt.Fprintf(&b, "%s=%s\n", EnvGitHubAPIURL, site.APIURL)
+	}
+	if web := strings.TrimRight(site.WebURL, "/"); web != "" && web != "https://github.com" {
+		fmt.Fprintf(&b, "%s=%s\n", EnvGitHubWebURL, web)
 	}
 	return writePrivate(filepath.Join(dataDir, GitHubAppEnvFile), b.Bytes())
 }

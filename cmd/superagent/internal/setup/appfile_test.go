@@ -22,7 +22,7 @@ func newServer(t *testing.T, h http.Handler) string {
 func writeApp(t *testing.T, dir string) {
 	t.Helper()
 	app := &setup.GitHubApp{ID: 9, Slug: "x", HTMLURL: "https://github.com/apps/x", PrivateKeyPEM: []byte("-----BEGIN RSA PRIVATE KEY-----\n..."), WebhookSecret: "secret-secret"}
-	require.NoError(t, setup.WriteGitHubAppFile(dir, app, "https://api.github.com/", false, time.Unix(0, 0)))
+	require.NoError(t, setup.WriteGitHubAppFile(dir, app, setup.AppSite{APIURL: "https://api.github.com/", WebURL: "https://github.com"}, false, time.Unix(0, 0)))
 }
 
 func TestLoadGitHubAppFile(t *testing.T) {
@@ -38,6 +38,7 @@ func TestLoadGitHubAppFile(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "9", vals["SUPERAGENT_GITHUB_APP_ID"])
 		require.NotContains(t, vals, "SUPERAGENT_GITHUB_API_URL")
+		require.NotContains(t, vals, "SUPERAGENT_GITHUB_WEB_URL")
 	})
 	t.Run("loose permissions refused", func(t *testing.T) {
 		dir := t.TempDir()
@@ -56,8 +57,8 @@ func TestLoadGitHubAppFile(t *testing.T) {
 		dir := t.TempDir()
 		writeApp(t, dir)
 		app := &setup.GitHubApp{ID: 10, PrivateKeyPEM: []byte("k"), WebhookSecret: "s"}
-		require.ErrorContains(t, setup.WriteGitHubAppFile(dir, app, "", false, time.Now()), "already exists")
-		require.NoError(t, setup.WriteGitHubAppFile(dir, app, "", true, time.Now()))
+		require.ErrorContains(t, setup.WriteGitHubAppFile(dir, app, setup.AppSite{}, false, time.Now()), "already exists")
+		require.NoError(t, setup.WriteGitHubAppFile(dir, app, setup.AppSite{}, true, time.Now()))
 	})
 }
 

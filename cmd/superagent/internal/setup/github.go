@@ -26,8 +26,10 @@ import (
 // field is the documented default.
 type GitHubConfig struct {
 	// PublicURL is where GitHub reaches the service, e.g.
-	// https://agent.example.com; webhooks go to PublicURL/webhooks/github.
-	// Required.
+	// https://agent.example.com; webhooks go to PublicURL/webhooks/github
+	// and the OAuth callback is PublicURL/oauth/github/callback. Required
+	// (the command takes SUPERAGENT_PUBLIC_URL when -public-url is not
+	// given).
 	PublicURL string
 	// DataDir receives github-app.env and github-app.pem. Required.
 	DataDir string
@@ -62,6 +64,22 @@ type GitHubConfig struct {
 	Logger *slog.Logger
 }
 
+// OAuthCallbackURL is where GitHub sends a person back after they sign in
+// to the panel of the service at publicURL (admin's /oauth/github/callback).
+func OAuthCallbackURL(publicURL string) string {
+	return strings.TrimRight(publicURL, "/") + "/oauth/github/callback"
+}
+
+// GitHubCommand is the whole command that registers the App, for hints:
+// the public URL comes from SUPERAGENT_PUBLIC_URL when that is set
+// (publicURL), and must be given otherwise.
+func GitHubCommand(publicURL string) string {
+	if publicURL != "" {
+		return "superagent setup github"
+	}
+	return "superagent setup github -public-url https://<public host>"
+}
+
 // DefaultSetupAddr is where the manifest page listens by default.
 const DefaultSetupAddr = "127.0.0.1:8765"
 
@@ -89,7 +107,7 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 	pub, err := url.Parse(cfg.PublicURL)
 	switch {
 	case cfg.PublicURL == "":
-		problems = append(problems, "the public URL is required (where GitHub sends webhooks, e.g. https://agent.example.com)")
+		problems = append(problems, "the public URL is required (where GitHub sends webhooks, e.g. https://agent.example.com): set SUPERAGENT_PUBLIC_URL or pass -public-url")
 	case err != nil || (pub.Scheme != "https" && pub.Scheme != "http") || pub.Host == "":
 		problems = append(problems, fmt.Sprintf("the public URL must be an http(s) URL, got %q", cfg.PublicURL))
 	}
@@ -228,6 +246,7 @@ func (g *GitHub) Manifest(local string) Manifest {
 		Description:        "Coding agents that take work from issues, pull requests and chat (superagent).",
 		HookAttributes:     HookAttributes{URL: pub + "/webhooks/github", Active: true},
 		RedirectURL:        local + "/callback",
+		CallbackURLs:       []string{OAuthCallbackURL(pub)},
 		Public:             false,
 		DefaultPermissions: Permissions(g.cfg.Workflows),
 		DefaultEvents:      Events(),
@@ -344,6 +363,8 @@ func (g *GitHub) complete(ctx context.Context, code string) (*GitHubApp, error) 
 		Owner:         ac.GetOwner().GetLogin(),
 		PrivateKeyPEM: []byte(ac.GetPEM()),
 		WebhookSecret: ac.GetWebhookSecret(),
+		ClientID:      ac.GetClientID(),
+		ClientSecret:  ac.GetClientSecret(),
 	}
 	var missing []string
 	if app.ID <= 0 {
@@ -355,13 +376,15 @@ func (g *GitHub) complete(ctx context.Context, code string) (*GitHubApp, error) 
 	if app.WebhookSecret == "" {
 		missing = append(missing, "webhook_secret")
 	}
+
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("GitHub's answer lacks %s", strings.Join(missing, ", "))
 	}
 	if app.HTMLURL == "" {
 		app.HTMLURL = strings.TrimRight(g.cfg.WebURL, "/") + "/apps/" + app.Slug
 	}
-	if err := WriteGitHubAppFile(g.cfg.DataDir, app, g.cfg.APIURL, g.cfg.Overwrite, g.cfg.Now()); err != nil {
+	site := AppSite{APIURL: g.cfg.APIURL, WebURL: g.cfg.WebURL, PublicURL: g.cfg.PublicURL}
+	if err := WriteGitHubAppFile(g.cfg.DataDir, app, site, g.cfg.Overwrite, g.cfg.Now()); err != nil {
 		return nil, errors.Join(
 			fmt.Errorf("the App %q (id %d) was created on GitHub but its credentials could not be stored: %w", app.Slug, app.ID, err),
 			errors.New("generate a new private key on the App's settings page and configure it by hand, or delete the App and run setup again"))
@@ -375,14 +398,22 @@ func (g *GitHub) printNextSteps(out io.Writer, app *GitHubApp) {
 		owner = "your account"
 	}
 	fmt.Fprintf(out, "\nRegistered the GitHub App %q (id %d), owned by %s: %s\n", app.Slug, app.ID, owner, app.HTMLURL)
-	fmt.Fprintf(out, "Stored its id, private key and webhook secret in %s and %s (mode 0600).\n\n",
+	fmt.Fprintf(out, "Stored its id, private key, webhook secret and OAuth client in %s and %s (mode 0600).\n\n",
 		joinPath(g.cfg.DataDir, GitHubAppEnvFile), joinPath(g.cfg.DataDir, GitHubAppKeyFile))
 	fmt.Fprintf(out, "Next steps:\n")
 	fmt.Fprintf(out, "  1. Install the App on the repositories the agents may work in:\n       %s/installations/new\n", app.HTMLURL)
 	fmt.Fprintf(out, "  2. Make sure GitHub can reach %s/webhooks/github.\n", strings.TrimRight(g.cfg.PublicURL, "/"))
 	fmt.Fprintf(out, "  3. Start or restart `superagent serve` with SUPERAGENT_DATA_DIR=%s. It reads %s when\n", g.cfg.DataDir, GitHubAppEnvFile)
 	fmt.Fprintf(out, "     SUPERAGENT_GITHUB_APP_ID, SUPERAGENT_GITHUB_PRIVATE_KEY and SUPERAGENT_GITHUB_WEBHOOK_SECRET are unset.\n")
-	fmt.Fprintf(out, "  4. Run `superagent doctor` to check that the App can mint installation tokens.\n")
+	if app.ClientID != "" && app.ClientSecret != "" {
+		fmt.Fprintf(out, "  4. Sign in to the panel with GitHub at %s/admin/signin: set SUPERAGENT_ADMIN_GITHUB_LOGINS to the\n", strings.TrimRight(g.cfg.PublicURL, "/"))
+		fmt.Fprintf(out, "     logins that may change settings (GitHub sends them back to %s).\n", OAuthCallbackURL(g.cfg.PublicURL))
+	} else {
+		// The App works without its OAuth client; only the sign-in waits.
+		fmt.Fprintf(out, "  4. GitHub's answer carried no OAuth client, so signing in with GitHub is off: generate a client secret on\n")
+		fmt.Fprintf(out, "     %s's settings page and set SUPERAGENT_GITHUB_CLIENT_ID and SUPERAGENT_GITHUB_CLIENT_SECRET.\n", app.Slug)
+	}
+	fmt.Fprintf(out, "  5. Run `superagent doctor` to check that the App can mint installation tokens.\n")
 }
 
 func joinPath(dir, name string) string {

@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,30 +22,22 @@ import (
 	fakegithub "github.com/superagent-dev/superagent/internal/testkit/github"
 )
 
-// conversion answers POST /app-manifests/{code}/conversions in GitHub's shape
-// for the one code it accepts.
-func conversion(t *testing.T, gh *fakegithub.Server, code string, exchanged *atomic.Int32) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.PathValue("code") != code {
-			fakegithub.WriteError(w, http.StatusNotFound, "Not Found")
-			return
-		}
-		exchanged.Add(1)
-		// From GitHub's published example, which the fake holds the answer to.
-		fakegithub.WriteJSON(w, http.StatusCreated, fakegithub.Overlay(gh.Example("integration-from-manifest"), map[string]any{
-			"id": 424242, "slug": "acme-superagent", "node_id": "A_kwDOB", "name": "acme-superagent",
-			"owner":       fakegithub.Overlay(gh.Example("integration-from-manifest", "owner"), map[string]any{"login": "acme", "id": 7, "type": "Organization"}),
-			"description": "Coding agents", "external_url": "https://agent.example.com",
-			"html_url":   "https://github.com/apps/acme-superagent",
-			"created_at": "2026-11-30T08:00:00Z", "updated_at": "2026-11-30T08:00:00Z",
-			"permissions":    map[string]string{"contents": "write", "metadata": "read"},
-			"events":         []string{"issues", "push"},
-			"client_id":      "Iv1.0123456789abcdef",
-			"client_secret":  "client-secret-that-is-not-stored",
-			"webhook_secret": "whsec-0123456789abcdef0123456789abcdef",
-			"pem":            string(gh.PrivateKey()),
-		}))
-	}
+// confirm posts the setup page's form to GitHub's new-App page as the
+// browser does, which registers the manifest and redirects back to the
+// setup page's callback; it returns the callback's status and body.
+func confirm(t *testing.T, page string) (int, string) {
+	t.Helper()
+	m := formAction.FindStringSubmatch(page)
+	require.NotNil(t, m, page)
+	mj := manifestJSON.FindStringSubmatch(page)
+	require.NotNil(t, mj, page)
+	resp, err := http.PostForm(htmlUnescape(m[1]), url.Values{"manifest": {htmlUnescape(mj[1])}})
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "/callback", resp.Request.URL.Path, "GitHub redirected to the setup page")
+	return resp.StatusCode, string(b)
 }
 
 type flow struct {
@@ -102,8 +94,6 @@ func get(t *testing.T, u string) (int, string) {
 
 func TestGitHubManifestFlow(t *testing.T) {
 	gh := fakegithub.New(t)
-	var exchanged atomic.Int32
-	gh.Handle("POST /app-manifests/{code}/conversions", conversion(t, gh, "code-123", &exchanged))
 	dir := filepath.Join(t.TempDir(), "data")
 	f := startFlow(t, setup.GitHubConfig{
 		PublicURL: "https://agent.example.com/", DataDir: dir, Org: "acme", AppName: "acme-superagent", APIURL: gh.URL,
@@ -130,6 +120,7 @@ func TestGitHubManifestFlow(t *testing.T) {
 	require.Equal(t, "https://agent.example.com", manifest["url"])
 	require.Equal(t, map[string]any{"url": "https://agent.example.com/webhooks/github", "active": true}, manifest["hook_attributes"])
 	require.Equal(t, f.local+"/callback", manifest["redirect_url"])
+	require.Equal(t, []any{"https://agent.example.com/oauth/github/callback"}, manifest["callback_urls"], "the panel's GitHub sign-in returns there")
 	require.Equal(t, false, manifest["public"])
 	require.Equal(t, map[string]any{"contents": "write", "pull_requests": "write", "issues": "write", "checks": "write", "actions": "read", "metadata": "read"}, manifest["default_permissions"])
 	require.ElementsMatch(t, []any{"issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment",
@@ -141,20 +132,29 @@ func TestGitHubManifestFlow(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, status)
 	status, _ = get(t, f.local+"/callback?code=code-123")
 	require.Equal(t, http.StatusForbidden, status)
-	require.Zero(t, exchanged.Load())
+	require.Zero(t, gh.Count("POST", "/app-manifests/code-123/conversions"))
 	require.NoFileExists(t, filepath.Join(dir, setup.GitHubAppEnvFile))
 
-	// GitHub redirects the browser back with the code and our state.
-	status, body := get(t, f.local+"/callback?code=code-123&state="+state)
+	// The browser posts the manifest to GitHub, which redirects back with
+	// the code and our state.
+	status, body := confirm(t, page)
 	require.Equal(t, http.StatusOK, status, body)
-	require.Contains(t, body, "https://github.com/apps/acme-superagent/installations/new")
-	require.NotContains(t, body, "whsec-")
+	require.Contains(t, body, "https://github.com/apps/superagent/installations/new")
+	require.NotContains(t, body, fakegithub.ManifestWebhookSecret)
+	require.NotContains(t, body, fakegithub.ClientSecret)
 	f.wait(t)
 	require.NoError(t, f.err)
-	require.Equal(t, int32(1), exchanged.Load())
-	require.Equal(t, 1, gh.Count("POST", "/app-manifests/code-123/conversions"))
-	require.Equal(t, int64(424242), f.app.ID)
-	require.Equal(t, "acme-superagent", f.app.Slug)
+	require.Equal(t, "acme", gh.Manifest().Org)
+	var exchanged int
+	for _, r := range gh.Requests() {
+		if r.Method == "POST" && strings.HasPrefix(r.Path, "/app-manifests/") {
+			exchanged++
+		}
+	}
+	require.Equal(t, 1, exchanged)
+	require.Equal(t, gh.AppID, f.app.ID)
+	require.Equal(t, "superagent", f.app.Slug)
+	require.Equal(t, "acme", f.app.Owner)
 
 	for _, name := range []string{setup.GitHubAppEnvFile, setup.GitHubAppKeyFile} {
 		info, err := os.Stat(filepath.Join(dir, name))
@@ -164,24 +164,27 @@ func TestGitHubManifestFlow(t *testing.T) {
 	key, err := os.ReadFile(filepath.Join(dir, setup.GitHubAppKeyFile))
 	require.NoError(t, err)
 	require.Equal(t, gh.PrivateKey(), key)
-	env, err := os.ReadFile(filepath.Join(dir, setup.GitHubAppEnvFile))
-	require.NoError(t, err)
-	require.NotContains(t, string(env), "client-secret")
 
 	vals, err := setup.LoadGitHubAppFile(dir)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{
-		"SUPERAGENT_GITHUB_APP_ID":         "424242",
-		"SUPERAGENT_GITHUB_APP_SLUG":       "acme-superagent",
+		"SUPERAGENT_GITHUB_APP_ID":         strconv.FormatInt(gh.AppID, 10),
+		"SUPERAGENT_GITHUB_APP_SLUG":       "superagent",
 		"SUPERAGENT_GITHUB_PRIVATE_KEY":    filepath.Join(dir, setup.GitHubAppKeyFile),
-		"SUPERAGENT_GITHUB_WEBHOOK_SECRET": "whsec-0123456789abcdef0123456789abcdef",
+		"SUPERAGENT_GITHUB_WEBHOOK_SECRET": fakegithub.ManifestWebhookSecret,
+		"SUPERAGENT_GITHUB_CLIENT_ID":      gh.ClientID(),
+		"SUPERAGENT_GITHUB_CLIENT_SECRET":  fakegithub.ClientSecret,
+		"SUPERAGENT_PUBLIC_URL":            "https://agent.example.com",
 		"SUPERAGENT_GITHUB_API_URL":        gh.URL,
+		"SUPERAGENT_GITHUB_WEB_URL":        gh.URL,
 	}, vals)
 
 	out := f.out.String()
-	require.Contains(t, out, "https://github.com/apps/acme-superagent/installations/new")
+	require.Contains(t, out, "https://github.com/apps/superagent/installations/new")
+	require.Contains(t, out, "https://agent.example.com/oauth/github/callback")
 	require.Contains(t, out, "superagent doctor")
-	require.NotContains(t, out, "whsec-")
+	require.NotContains(t, out, fakegithub.ManifestWebhookSecret)
+	require.NotContains(t, out, fakegithub.ClientSecret)
 	require.NotContains(t, out, "PRIVATE KEY")
 }
 
@@ -210,13 +213,12 @@ func TestGitHubManifestFlowRefusesForeignHost(t *testing.T) {
 
 func TestGitHubManifestFlowExchangeFails(t *testing.T) {
 	gh := fakegithub.New(t)
-	var exchanged atomic.Int32
-	gh.Handle("POST /app-manifests/{code}/conversions", conversion(t, gh, "good", &exchanged))
 	dir := t.TempDir()
 	f := startFlow(t, setup.GitHubConfig{PublicURL: "https://agent.example.com", DataDir: dir, APIURL: gh.URL})
 	_, page := get(t, f.local+"/")
 	action, err := url.Parse(htmlUnescape(formAction.FindStringSubmatch(page)[1]))
 	require.NoError(t, err)
+	// A code GitHub never gave (or one used or older than an hour).
 	status, _ := get(t, f.local+"/callback?code=expired&state="+action.Query().Get("state"))
 	require.Equal(t, http.StatusBadGateway, status)
 	f.wait(t)
@@ -241,3 +243,8 @@ func TestNewGitHubListsEveryProblem(t *testing.T) {
 }
 
 func htmlUnescape(s string) string { return html.UnescapeString(s) }
+
+func TestGitHubCommandNeedsTheFlagOnlyWithoutAPublicURL(t *testing.T) {
+	require.Equal(t, "superagent setup github", setup.GitHubCommand("https://agent.example.com"))
+	require.Equal(t, "superagent setup github -public-url https://<public host>", setup.GitHubCommand(""))
+}

@@ -3,11 +3,14 @@ package setup
 // Manifest is the GitHub App manifest posted to GitHub's "new App" page.
 // Field names follow GitHub's manifest parameters.
 type Manifest struct {
-	Name               string            `json:"name"`
-	URL                string            `json:"url"`
-	Description        string            `json:"description,omitempty"`
-	HookAttributes     HookAttributes    `json:"hook_attributes"`
-	RedirectURL        string            `json:"redirect_url"`
+	Name           string         `json:"name"`
+	URL            string         `json:"url"`
+	Description    string         `json:"description,omitempty"`
+	HookAttributes HookAttributes `json:"hook_attributes"`
+	RedirectURL    string         `json:"redirect_url"`
+	// CallbackURLs are where GitHub may send a person back after they
+	// authorize the App (its OAuth client): the panel's sign-in.
+	CallbackURLs       []string          `json:"callback_urls"`
 	Public             bool              `json:"public"`
 	DefaultPermissions map[string]string `json:"default_permissions"`
 	DefaultEvents      []string          `json:"default_events"`
