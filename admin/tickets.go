@@ -12,6 +12,7 @@ import (
 
 	"github.com/superagent-dev/superagent/executor/repoenv"
 	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -130,7 +131,7 @@ func (a *Admin) getTicket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := ticketPage{Ticket: t, CanPause: a.deps.Pauser != nil, CanStop: a.deps.Stopper != nil}
+	p := ticketPage{Ticket: a.holdNamed(ctx, t), CanPause: a.deps.Pauser != nil, CanStop: a.deps.Stopper != nil}
 	if p.Threads, err = a.deps.Tickets.TicketThreads(ctx, a.db, id); err != nil {
 		return err
 	}
@@ -306,4 +307,31 @@ func stopError(err error) error {
 		return &httpserver.Error{Status: http.StatusConflict, Message: "The Ticket is done, so there is nothing to stop or continue.", Err: err}
 	}
 	return pauseError(err)
+}
+
+// actorName is how the panel names who paused, stopped or continued a
+// Ticket (people.ActorName); a failed lookup shows the recorded actor and
+// is logged.
+func (a *Admin) actorName(ctx context.Context, ticketID int64, actor string) string {
+	name, err := people.ActorName(ctx, a.db, actor)
+	if err != nil && ctx.Err() == nil {
+		a.cfg.Logger.Warn("finding a person's name", "ticket", ticketID, "actor", actor, "error", err)
+	}
+	return name
+}
+
+// holdNamed is t as the Ticket page shows it: its pause and stop name the
+// person by name rather than by account.
+func (a *Admin) holdNamed(ctx context.Context, t tickets.Ticket) tickets.Ticket {
+	if t.Stop != nil {
+		s := *t.Stop
+		s.By = a.actorName(ctx, t.ID, s.By)
+		t.Stop = &s
+	}
+	if t.Pause != nil {
+		p := *t.Pause
+		p.By = a.actorName(ctx, t.ID, p.By)
+		t.Pause = &p
+	}
+	return t
 }
