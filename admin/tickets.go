@@ -42,13 +42,15 @@ type ticketsPage struct {
 	Filter    ticketFilter
 	States    []string
 	Tickets   []tickets.Ticket
+	// Arrives says how work arrives, for a list with no Ticket at all.
+	Arrives string
 }
 
 const ticketsPerPage = 200
 
 func (a *Admin) getTickets(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	p := ticketsPage{Available: a.deps.Tickets != nil, States: ticketStates,
+	p := ticketsPage{Available: a.deps.Tickets != nil, States: ticketStates, Arrives: a.workArrives(),
 		Filter: ticketFilter{State: q.Get("state"), Query: strings.TrimSpace(q.Get("q")), Limit: ticketsPerPage}}
 	if p.Filter.State != "" && !slices.Contains(ticketStates, p.Filter.State) {
 		p.Filter.State = ""
