@@ -100,6 +100,12 @@ type Config struct {
 	// TicketBudget is the budget of a Ticket nobody raised (the
 	// Executor's default), shown on the Ticket's page. Default: no cap.
 	TicketBudget tickets.Budget
+	// GitHubBot is the login people mention to ask the GitHub App for
+	// work (its slug, without the @); empty when GitHub is not set up.
+	// Empty pages use it to say how work arrives.
+	GitHubBot string
+	// Feishu says the Feishu bot is set up, for the same pages.
+	Feishu bool
 }
 
 // Deps are the optional read sides the Ticket pages use. A nil field hides
@@ -231,6 +237,7 @@ func New(cfg Config, d *db.DB, prompts *promptparts.Service, deps Deps) (*Admin,
 // that change state are refused outright.
 func (a *Admin) Routes(r chi.Router) {
 	cop := http.NewCrossOriginProtection()
+	r.Get("/", a.getRoot)
 	r.Route("/admin", func(r chi.Router) {
 		r.Use(cop.Handler, noStore)
 		r.Handle("/static/*", http.StripPrefix("/admin/static/", http.FileServerFS(a.static)))

@@ -79,9 +79,9 @@ func (a *Admin) liveView(ctx context.Context, t tickets.Ticket) (liveState, erro
 	v := liveState{State: t.State, Updated: t.UpdatedAt}
 	switch {
 	case t.Stop != nil:
-		v.Hold = "Stopped by " + t.Stop.By
+		v.Hold = "Stopped by " + a.actorName(ctx, t.ID, t.Stop.By)
 	case t.Pause != nil:
-		v.Hold = "Paused by " + t.Pause.By
+		v.Hold = "Paused by " + a.actorName(ctx, t.ID, t.Pause.By)
 	}
 	st := a.deps.Sessions
 	if st == nil {

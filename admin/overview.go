@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -15,6 +16,8 @@ import (
 
 // overviewPage is the landing page: what needs attention.
 type overviewPage struct {
+	// Arrives says how work arrives (Admin.workArrives).
+	Arrives        string
 	Revision       int64
 	Latest         *promptparts.VersionInfo
 	DefaultUpdated []string
@@ -49,6 +52,7 @@ func (a *Admin) getOverview(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := overviewPage{
+		Arrives:        a.workArrives(),
 		Revision:       sum.Revision,
 		DefaultUpdated: sum.DefaultChanged,
 		Overridden:     len(sum.Overridden),
@@ -155,4 +159,33 @@ func (a *Admin) getActivity(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return a.render(w, r, http.StatusOK, "activity.html", pageData{Title: "Activity", Nav: "activity", Data: activityPage{Entries: entries, Versions: vs}})
+}
+
+// getRoot leads / to the panel: the overview when signed in, else the
+// sign-in (which comes back to the overview).
+func (a *Admin) getRoot(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.sessionOf(r); ok {
+		http.Redirect(w, r, "/admin/", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/admin/signin?next="+url.QueryEscape("/admin/"), http.StatusSeeOther)
+}
+
+// workArrives says how work reaches the service as it is set up, for
+// pages that have none yet.
+func (a *Admin) workArrives() string {
+	var ways []string
+	if b := a.cfg.GitHubBot; b != "" {
+		ways = append(ways, "mention @"+b+" in an issue, a pull request or a comment on a repository where the GitHub App is installed")
+	}
+	if a.cfg.Feishu {
+		ways = append(ways, "mention the bot in a Feishu group it was added to, or write to it directly")
+	}
+	switch len(ways) {
+	case 0:
+		return "Nothing can bring work yet: neither GitHub nor Feishu is set up. The overview's Connections say what to configure."
+	case 1:
+		return "Work arrives when people " + ways[0] + "."
+	}
+	return "Work arrives when people " + ways[0] + ", or " + ways[1] + "."
 }

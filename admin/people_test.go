@@ -51,7 +51,8 @@ func TestBrowserPeople(t *testing.T) {
 
 	// Make her an admin from her row.
 	row := `#people tr[data-person="` + itoa(all[0].ID) + `"]`
-	require.NoError(t, chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(row+` select[name="role"]`), "admin")))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row+" details.edit > summary")), chromedp.WaitVisible(chromedp.CSS(row+" form.person")),
+		chromedp.SetValue(chromedp.CSS(row+` select[name="role"]`), "admin")))
 	click(t, ctx, row+` form.person button`, ".flash")
 	got, err := s.Get(context.Background(), d, all[0].ID)
 	require.NoError(t, err)

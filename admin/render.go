@@ -169,6 +169,7 @@ var funcs = template.FuncMap{
 	"int64":      func(n int) int64 { return int64(n) },
 	"deref":      derefString,
 	"sectionOf":  sectionOf,
+	"describe":   promptparts.Describe,
 	"originClass": func(o promptparts.PartOrigin) string {
 		return strings.ReplaceAll(string(o), " ", "-")
 	},

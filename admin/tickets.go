@@ -13,6 +13,7 @@ import (
 
 	"github.com/superagent-dev/superagent/executor/repoenv"
 	"github.com/superagent-dev/superagent/internal/httpserver"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -44,13 +45,15 @@ type ticketsPage struct {
 	Filter    ticketFilter
 	States    []string
 	Tickets   []tickets.Ticket
+	// Arrives says how work arrives, for a list with no Ticket at all.
+	Arrives string
 }
 
 const ticketsPerPage = 200
 
 func (a *Admin) getTickets(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	p := ticketsPage{Available: a.deps.Tickets != nil, States: ticketStates,
+	p := ticketsPage{Available: a.deps.Tickets != nil, States: ticketStates, Arrives: a.workArrives(),
 		Filter: ticketFilter{State: q.Get("state"), Query: strings.TrimSpace(q.Get("q")), Limit: ticketsPerPage}}
 	if p.Filter.State != "" && !slices.Contains(ticketStates, p.Filter.State) {
 		p.Filter.State = ""
@@ -135,7 +138,7 @@ func (a *Admin) getTicket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := ticketPage{Ticket: t, CanPause: a.deps.Pauser != nil, CanStop: a.deps.Stopper != nil}
+	p := ticketPage{Ticket: a.holdNamed(ctx, t), CanPause: a.deps.Pauser != nil, CanStop: a.deps.Stopper != nil}
 	if p.Threads, err = a.deps.Tickets.TicketThreads(ctx, a.db, id); err != nil {
 		return err
 	}
@@ -335,10 +338,10 @@ func (a *Admin) budgetLine(ctx context.Context, id int64, totals session.Totals)
 	}
 	kind := "the default"
 	if ok && own.Tokens > 0 {
-		b.Tokens, kind = own.Tokens, "given by "+own.SetBy
+		b.Tokens, kind = own.Tokens, "given by "+a.actorName(ctx, id, own.SetBy)
 	}
 	if ok && own.Cost > 0 {
-		b.Cost, kind = own.Cost, "given by "+own.SetBy
+		b.Cost, kind = own.Cost, "given by "+a.actorName(ctx, id, own.SetBy)
 	}
 	line := fmt.Sprintf("%s (%s); spent %s tokens", b, kind, tickets.Thousands(totals.Usage.Total()))
 	if b.Tokens > 0 {
@@ -351,4 +354,31 @@ func (a *Admin) budgetLine(ctx context.Context, id int64, totals session.Totals)
 		line += fmt.Sprintf("; %s more when its next Session starts", own.Raise)
 	}
 	return line, nil
+}
+
+// actorName is how the panel names who paused, stopped or continued a
+// Ticket (people.ActorName); a failed lookup shows the recorded actor and
+// is logged.
+func (a *Admin) actorName(ctx context.Context, ticketID int64, actor string) string {
+	name, err := people.ActorName(ctx, a.db, actor)
+	if err != nil && ctx.Err() == nil {
+		a.cfg.Logger.Warn("finding a person's name", "ticket", ticketID, "actor", actor, "error", err)
+	}
+	return name
+}
+
+// holdNamed is t as the Ticket page shows it: its pause and stop name the
+// person by name rather than by account.
+func (a *Admin) holdNamed(ctx context.Context, t tickets.Ticket) tickets.Ticket {
+	if t.Stop != nil {
+		s := *t.Stop
+		s.By = a.actorName(ctx, t.ID, s.By)
+		t.Stop = &s
+	}
+	if t.Pause != nil {
+		p := *t.Pause
+		p.By = a.actorName(ctx, t.ID, p.By)
+		t.Pause = &p
+	}
+	return t
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/internal/testkit/seed"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
@@ -267,6 +268,20 @@ func TestTicketRecord(t *testing.T) {
 			require.Positive(t, resumed)
 			require.Positive(t, paused)
 			require.Less(t, resumed, paused, "the newest pause or resume comes first")
+		})
+
+		t.Run("a stop from Feishu names the person", func(t *testing.T) {
+			// The stop as a Feishu button records it: by the open_id, which
+			// the webhooks recorded as a person with the contact API's name.
+			_, err := people.New(d, nil).SeenOnFeishu(ctx, "ou_rita", "Rita Alves")
+			require.NoError(t, err)
+			_, err = st.Stop(ctx, d, id, "feishu:ou_rita", "wrong page")
+			require.NoError(t, err)
+			body := html.UnescapeString(c.get(path).body)
+			require.Contains(t, body, "Stopped by <strong>Rita Alves</strong> on 2026-11-30 09:00 UTC: wrong page.")
+			require.Contains(t, body, `data-live="hold">Stopped by Rita Alves<`)
+			require.NotContains(t, body, "ou_rita")
+			require.NoError(t, st.Continue(ctx, d, id, "feishu:ou_rita", false))
 		})
 
 		t.Run("an ended ticket cannot be paused", func(t *testing.T) {

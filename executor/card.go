@@ -242,13 +242,14 @@ ON CONFLICT (ticket_id) DO UPDATE SET chat_id = $2, message_id = $3, body_sha256
 	return nil
 }
 
-// cardState is the state the card shows, and the colour of its header.
-func cardState(t tickets.Ticket) (string, string) {
+// cardState is the state the card shows, and the colour of its header;
+// by names who holds the Ticket (holdBy).
+func cardState(t tickets.Ticket, by string) (string, string) {
 	switch {
 	case t.Stop != nil:
-		return "stopped by " + t.Stop.By, "red"
+		return "stopped by " + by, "red"
 	case t.Pause != nil:
-		return "paused by " + t.Pause.By, "grey"
+		return "paused by " + by, "grey"
 	}
 	switch t.State {
 	case tickets.TicketWaiting:
@@ -288,7 +289,7 @@ func (e *Executor) cardContent(ctx context.Context, t tickets.Ticket) (feishu.Co
 	field := func(name, value string) map[string]any {
 		return map[string]any{"is_short": true, "text": plain(name + "\n" + value)}
 	}
-	state, colour := cardState(t)
+	state, colour := cardState(t, e.holdBy(ctx, t))
 	repo := t.Repo
 	if repo == "" {
 		repo = "not set yet"

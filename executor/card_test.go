@@ -23,6 +23,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/testkit/dbtest"
 	fakefeishu "github.com/superagent-dev/superagent/internal/testkit/feishu"
 	"github.com/superagent-dev/superagent/internal/testkit/seed"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -164,6 +165,10 @@ func TestStatusCardGolden(t *testing.T) {
 	e.x = e.executor(t)
 	ctx := context.Background()
 	tk := feishuTicket(t, e, fs, "Export <at id=all></at> the [list](https://evil.example)")
+	// The requester as the webhooks record a Feishu sender: a person named
+	// by the contact API. The card names them, not their open_id.
+	_, err = people.New(d, nil).SeenOnFeishu(ctx, "ou_member", "Mei Lin")
+	require.NoError(t, err)
 	require.NoError(t, e.store.SetTicketState(ctx, d, tk.ID, tickets.TicketWorking))
 	require.NoError(t, e.store.SetPullRequest(ctx, d, tk.ID, "superagent/ticket-1", 7))
 	_, err = d.Exec(ctx, "UPDATE tickets SET repo = $2 WHERE id = $1", tk.ID, repo)

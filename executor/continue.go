@@ -58,7 +58,7 @@ func (e *Executor) continueSession(ctx context.Context, t tickets.Ticket, prev i
 		return 0, err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "host: %s asked to continue ticket %d %q. This is a new Session of the same Ticket; ", t.Continue.By, t.ID, t.Title)
+	fmt.Fprintf(&b, "host: %s asked to continue ticket %d %q. This is a new Session of the same Ticket; ", e.actorName(ctx, t.ID, t.Continue.By), t.ID, t.Title)
 	fmt.Fprintf(&b, "the previous one (Session %d) stopped: %s.\n", last.ID, strings.TrimPrefix(last.StateReason, reportedReason+": "))
 	if t.Repo != "" {
 		fmt.Fprintf(&b, "Work on in %s on branch %s", t.Repo, e.workBranch(t))

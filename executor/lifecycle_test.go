@@ -136,7 +136,7 @@ func TestAPersonsMessageContinuesATicketStoppedAtALimit(t *testing.T) {
 		require.Len(t, ses, 2, "a new Session of the same Ticket")
 		msgs, err := e.x.Sessions().Store().Messages(ctx, d, ses[1].ID, 0)
 		require.NoError(t, err)
-		require.Contains(t, msgs[0].Content, "github:alice asked to continue ticket")
+		require.Contains(t, msgs[0].Content, "@alice asked to continue ticket")
 		require.Contains(t, msgs[0].Content, "stopped: max_steps")
 		require.Contains(t, msgs[0].Content, "branch superagent/ticket-"+itoa(tk.ID))
 		var second strings.Builder

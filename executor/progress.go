@@ -12,6 +12,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/githubapp"
 	"github.com/superagent-dev/superagent/outbox"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/session"
 	"github.com/superagent-dev/superagent/tickets"
 )
@@ -204,13 +205,36 @@ func parseIssueTarget(target string) (string, int, bool) {
 	return repo, number, err == nil
 }
 
-// stateLine says where the Ticket is, in words a person reads on GitHub.
-func stateLine(t tickets.Ticket) string {
+// actorName is how people are shown the actor who paused, stopped or
+// continued a Ticket (people.ActorName): @login, a Feishu user's name.
+// A failed lookup shows the recorded actor and is logged.
+func (e *Executor) actorName(ctx context.Context, ticketID int64, actor string) string {
+	name, err := people.ActorName(ctx, e.deps.DB, actor)
+	if err != nil && ctx.Err() == nil {
+		e.cfg.Logger.Warn("finding a person's name", "ticket", ticketID, "actor", actor, "error", err)
+	}
+	return name
+}
+
+// holdBy is who holds the Ticket (stopped or paused it), by name, or "".
+func (e *Executor) holdBy(ctx context.Context, t tickets.Ticket) string {
 	switch {
 	case t.Stop != nil:
-		return "**stopped** by " + t.Stop.By + ": nothing more is written here"
+		return e.actorName(ctx, t.ID, t.Stop.By)
 	case t.Pause != nil:
-		return "**paused** by " + t.Pause.By + " until a person resumes it"
+		return e.actorName(ctx, t.ID, t.Pause.By)
+	}
+	return ""
+}
+
+// stateLine says where the Ticket is, in words a person reads on GitHub;
+// by names who holds it (holdBy).
+func stateLine(t tickets.Ticket, by string) string {
+	switch {
+	case t.Stop != nil:
+		return "**stopped** by " + by + ": nothing more is written here"
+	case t.Pause != nil:
+		return "**paused** by " + by + " until a person resumes it"
 	case t.Proposal:
 		return "**proposed**, waiting for a person to accept it"
 	case t.State == tickets.TicketInReview:
@@ -223,7 +247,7 @@ func stateLine(t tickets.Ticket) string {
 // checklist, the latest Report and the link to the Ticket page.
 func (e *Executor) progressText(ctx context.Context, t tickets.Ticket) (string, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**Ticket %d: %s** is %s.\n", t.ID, t.Title, stateLine(t))
+	fmt.Fprintf(&b, "**Ticket %d: %s** is %s.\n", t.ID, t.Title, stateLine(t, e.holdBy(ctx, t)))
 	steps, err := e.sessions.Store().TicketSteps(ctx, e.deps.DB, t.ID, 0, progressSteps)
 	if err != nil {
 		return "", err
@@ -364,9 +388,9 @@ func (e *Executor) checkOutput(ctx context.Context, t tickets.Ticket) (string, s
 	title := "Ticket " + strconv.FormatInt(t.ID, 10) + ": " + t.State
 	switch {
 	case t.Stop != nil:
-		title = "Ticket " + strconv.FormatInt(t.ID, 10) + ": stopped by " + t.Stop.By
+		title = "Ticket " + strconv.FormatInt(t.ID, 10) + ": stopped by " + e.holdBy(ctx, t)
 	case t.Pause != nil:
-		title = "Ticket " + strconv.FormatInt(t.ID, 10) + ": paused by " + t.Pause.By
+		title = "Ticket " + strconv.FormatInt(t.ID, 10) + ": paused by " + e.holdBy(ctx, t)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", t.Title)

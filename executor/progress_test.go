@@ -171,7 +171,7 @@ func TestStopEndsTheSessionAndWritesNothingMore(t *testing.T) {
 				// A person presses Stop while the model is thinking; the
 				// push it asks for next must not reach GitHub.
 				stopped = true
-				require.NoError(t, e.stopper().Stop(context.Background(), tk.ID, "carol", "wrong approach"))
+				require.NoError(t, e.stopper().Stop(context.Background(), tk.ID, "github:carol", "wrong approach"))
 				return call("git_push", `{}`)
 			}
 			return typoFixer(req)
@@ -183,21 +183,21 @@ func TestStopEndsTheSessionAndWritesNothingMore(t *testing.T) {
 		got, err := e.store.Ticket(context.Background(), d, tk.ID)
 		require.NoError(t, err)
 		require.Equal(t, tickets.TicketCancelled, got.State)
-		require.Equal(t, "carol", got.Stop.By)
+		require.Equal(t, "github:carol", got.Stop.By, "the record keeps the account")
 		ses, err := e.x.Sessions().Store().ForTicket(context.Background(), d, tk.ID)
 		require.NoError(t, err)
 		msgs, err := e.x.Sessions().Store().Messages(context.Background(), d, ses[len(ses)-1].ID, 0)
 		require.NoError(t, err)
 		last := msgs[len(msgs)-1]
 		require.Equal(t, "tool", last.Role, "the push asked for before the stop was answered")
-		require.True(t, strings.HasPrefix(last.Content, "refused: ticket "+itoa(tk.ID)+" was stopped by carol"), last.Content)
+		require.True(t, strings.HasPrefix(last.Content, "refused: ticket "+itoa(tk.ID)+" was stopped by github:carol"), last.Content)
 		require.Zero(t, e.gh.Pushes(repo, "refs/heads/superagent/ticket-"+itoa(tk.ID)), "nothing was pushed after the stop")
 		require.Empty(t, e.gh.PullRequests(repo))
 		require.Equal(t, session.StateStopped, ses[len(ses)-1].State)
-		require.Equal(t, "stopped by carol", ses[len(ses)-1].StateReason, "the next step ended the Session")
+		require.Equal(t, "stopped by github:carol", ses[len(ses)-1].StateReason, "the next step ended the Session")
 		pcs := progressComments(e, tk.ID)
 		require.Len(t, pcs, 1)
-		require.Contains(t, pcs[0].Body, "**stopped** by carol")
+		require.Contains(t, pcs[0].Body, "is **stopped** by @carol: nothing more is written here", "the comment names the person as GitHub does")
 
 		require.NoError(t, e.stopper().Continue(context.Background(), tk.ID, "dave"), "a stopped Ticket can be continued")
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/superagent-dev/superagent/internal/db"
 	"github.com/superagent-dev/superagent/internal/feishu"
 	"github.com/superagent-dev/superagent/outbox"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/tickets"
 )
 
@@ -284,7 +285,7 @@ func (o *Orchestrator) Stopped(ctx context.Context, tx *db.Tx, t tickets.Ticket,
 // person's command card c or, without one, in the Ticket's original
 // conversation.
 func (o *Orchestrator) stopped(ctx context.Context, tx *db.Tx, t tickets.Ticket, c *tickets.Card, by, reason string) error {
-	text := fmt.Sprintf("Stopped ticket %d (%s) at %s's word", t.ID, oneLine(t.Title), by)
+	text := fmt.Sprintf("Stopped ticket %d (%s) at %s's word", t.ID, oneLine(t.Title), o.actorName(ctx, tx, t.ID, by))
 	if reason = oneLine(reason); reason != "" {
 		text += ": " + reason
 	}
@@ -311,7 +312,7 @@ func (o *Orchestrator) continued(ctx context.Context, tx *db.Tx, t tickets.Ticke
 	if err := o.EnqueueExecutor(ctx, tx, t.ID); err != nil {
 		return err
 	}
-	text := fmt.Sprintf("Continuing ticket %d (%s) at %s's word, in a new Session that picks up where the last one stopped", t.ID, oneLine(t.Title), by)
+	text := fmt.Sprintf("Continuing ticket %d (%s) at %s's word, in a new Session that picks up where the last one stopped", t.ID, oneLine(t.Title), o.actorName(ctx, tx, t.ID, by))
 	if !raise.IsZero() {
 		text += fmt.Sprintf(", with %s more to spend", raise)
 	}
@@ -328,7 +329,8 @@ func (o *Orchestrator) retried(ctx context.Context, tx *db.Tx, t tickets.Ticket,
 	if err := o.EnqueueExecutor(ctx, tx, t.ID); err != nil {
 		return err
 	}
-	return o.confirm(ctx, tx, t, c, "retry", fmt.Sprintf("Retrying ticket %d (%s) at %s's word: its last job failed, and a new one goes on where its Session stopped.", t.ID, oneLine(t.Title), by))
+	return o.confirm(ctx, tx, t, c, "retry", fmt.Sprintf("Retrying ticket %d (%s) at %s's word: its last job failed, and a new one goes on where its Session stopped.",
+		t.ID, oneLine(t.Title), o.actorName(ctx, tx, t.ID, by)))
 }
 
 // Paused confirms a pause from the panel or the API in the Ticket's
@@ -345,7 +347,7 @@ func (o *Orchestrator) Resumed(ctx context.Context, tx *db.Tx, t tickets.Ticket,
 }
 
 func (o *Orchestrator) confirmPause(ctx context.Context, tx *db.Tx, t tickets.Ticket, c *tickets.Card, by, reason string) error {
-	text := fmt.Sprintf("Paused ticket %d (%s) at %s's word", t.ID, oneLine(t.Title), by)
+	text := fmt.Sprintf("Paused ticket %d (%s) at %s's word", t.ID, oneLine(t.Title), o.actorName(ctx, tx, t.ID, by))
 	if reason = oneLine(reason); reason != "" {
 		text += ": " + reason
 	}
@@ -359,7 +361,18 @@ func (o *Orchestrator) resumed(ctx context.Context, tx *db.Tx, t tickets.Ticket,
 			return err
 		}
 	}
-	return o.confirm(ctx, tx, t, c, "resume", fmt.Sprintf("Resumed ticket %d (%s) at %s's word; the work continues.", t.ID, oneLine(t.Title), by))
+	return o.confirm(ctx, tx, t, c, "resume", fmt.Sprintf("Resumed ticket %d (%s) at %s's word; the work continues.", t.ID, oneLine(t.Title), o.actorName(ctx, tx, t.ID, by)))
+}
+
+// actorName is how the acknowledgement names the person who gave a
+// command (people.ActorName); the records and logs keep the actor. A
+// failed lookup names the actor and is logged.
+func (o *Orchestrator) actorName(ctx context.Context, q db.Querier, ticketID int64, actor string) string {
+	name, err := people.ActorName(ctx, q, actor)
+	if err != nil {
+		o.cfg.Logger.Warn("finding a person's name", "ticket", ticketID, "actor", actor, "error", err)
+	}
+	return name
 }
 
 // confirm enqueues the update of the Ticket's status card, records a

@@ -125,9 +125,9 @@ func TestStopContinueAndRetryCommandsOnGitHub(t *testing.T) {
 		require.EqualValues(t, 1, released)
 		e.model.Push(fakeopenai.Text("ok"))
 		e.turn(t)
-		require.Equal(t, 1, e.said("Stopped ticket", "github:bob", "this is the wrong approach", "nothing was closed", "@superagent continue"))
+		require.Equal(t, 1, e.said("Stopped ticket", "at @bob's word", "this is the wrong approach", "nothing was closed", "@superagent continue"))
 		require.Equal(t, 2, e.said("Continuing ticket"))
-		require.Equal(t, 1, e.said("Retrying ticket", "github:alice"))
+		require.Equal(t, 1, e.said("Retrying ticket", "at @alice's word"))
 		require.Zero(t, e.said("mallory"))
 	})
 }

@@ -17,6 +17,7 @@ import (
 	fakeopenai "github.com/superagent-dev/superagent/internal/testkit/openai"
 	"github.com/superagent-dev/superagent/internal/testkit/seed"
 	"github.com/superagent-dev/superagent/orchestrator"
+	"github.com/superagent-dev/superagent/people"
 	"github.com/superagent-dev/superagent/policy"
 	"github.com/superagent-dev/superagent/promptparts"
 	"github.com/superagent-dev/superagent/tickets"
@@ -187,7 +188,11 @@ func TestFeishuRequestAcknowledgedAndPausedByButton(t *testing.T) {
 		require.False(t, proposal.Proposal)
 		require.Equal(t, tickets.TicketOpen, proposal.State)
 
-		// A button on the bot's status card pauses the Ticket it names.
+		// A button on the bot's status card pauses the Ticket it names;
+		// the confirmation names the person as Feishu's contact API did.
+		_, err = people.New(d, nil).SeenOnFeishu(ctx, "ou_member", "Mei Lin")
+		require.NoError(t, err)
+		e.fs.AddMessage(fakefeishu.Message{ID: "om_card", ChatID: "oc_team", MsgType: "interactive", Content: `{"elements":[]}`})
 		admit(tickets.NewCard{Source: tickets.SourceFeishu, Kind: "card_action",
 			Thread: tickets.Thread{Source: tickets.SourceFeishu, Key: "feishu:oc_team/om_card", Repo: "oc_team"},
 			Author: tickets.Author{ID: "ou_member", Type: tickets.AuthorUser}, Addressed: true, AddressedWhy: "card_action",
@@ -195,7 +200,18 @@ func TestFeishuRequestAcknowledgedAndPausedByButton(t *testing.T) {
 		got, err := e.store.Ticket(ctx, d, tk.ID)
 		require.NoError(t, err)
 		require.Equal(t, tickets.TicketPaused, got.State)
-		require.Equal(t, "feishu:ou_member", got.Pause.By)
+		require.Equal(t, "feishu:ou_member", got.Pause.By, "the record keeps the account")
+		e.model.Push(fakeopenai.Text("ok"))
+		e.turn(t)
+		var said []string
+		for _, m := range e.fs.Messages() {
+			if m.ParentID == "om_card" {
+				said = append(said, m.Content)
+			}
+		}
+		require.Len(t, said, 1, "the pause is confirmed under the card")
+		require.Contains(t, said[0], fmt.Sprintf("Paused ticket %d (Login page) at Mei Lin's word.", tk.ID))
+		require.NotContains(t, said[0], "ou_member")
 	})
 }
 
@@ -278,7 +294,7 @@ func TestStopNeedsAPersonsStopRequest(t *testing.T) {
 		require.NoError(t, err)
 		e.model.Push(fakeopenai.Text("ok"))
 		e.turn(t)
-		require.Equal(t, 1, e.said("Stopped ticket 1", "github:alice"))
+		require.Equal(t, 1, e.said("Stopped ticket 1", "at @alice's word"))
 
 		// A Ticket in another repository: a candidate elsewhere stops it
 		// only for someone with the gate's permission there.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/superagent-dev/superagent/policy"
@@ -17,8 +18,9 @@ import (
 
 // The layout of an exported configuration directory:
 //
-//	manifest.json                  revision and each override's base SHA-256
-//	parts/<key>.md                 one file per overridden part
+//	manifest.json                  revision and each part file's base SHA-256
+//	parts/<key>.md                 one file per overridden part (with
+//	                               defaults: one per part)
 //	sections/<name>.md             the three team sections' texts
 //	sections/settings.json         the sections' host-enforced settings
 //	skills/<name>.md               one file per team skill
@@ -33,10 +35,15 @@ const (
 
 // Manifest is manifest.json of an exported directory.
 type Manifest struct {
-	// Revision is the revision exported; importing uses it as the base.
+	// Revision is the revision exported, or last imported; importing uses
+	// it as the base.
 	Revision int64 `json:"revision"`
-	// Bases maps each overridden part to the default it was based on.
+	// Bases maps each part file to the default it was based on.
 	Bases map[string]string `json:"bases"`
+	// Defaults are the part files written with their default text (an
+	// export with defaults): such a file left as it was is no override,
+	// so the part keeps following the defaults.
+	Defaults []string `json:"defaults,omitempty"`
 }
 
 type sectionSettings struct {
@@ -52,18 +59,29 @@ var sectionFiles = []string{"communication", "ticket_scope", "delivery_requireme
 // directory; a forced export replaces them and leaves anything else.
 var layoutEntries = []string{manifestFile, policyFile, "parts", "sections", "skills"}
 
+// ExportOptions are the choices of an export.
+type ExportOptions struct {
+	// Force exports into a directory that is not empty, replacing what an
+	// earlier export wrote there.
+	Force bool
+	// Defaults also writes every part that is not overridden, with this
+	// release's default text, to edit: left as it is, it stays no
+	// override.
+	Defaults bool
+}
+
 // Export writes the latest revision to dir (created if missing) and returns
 // the revision written. A directory that is not empty is refused unless
-// force is set; then what an earlier export wrote there is replaced, so a
-// part or skill removed since does not linger, and other files (a README,
-// .git) are kept.
-func (s *Service) Export(ctx context.Context, dir string, force bool) (int64, error) {
+// opts.Force is set; then what an earlier export wrote there is replaced,
+// so a part or skill removed since does not linger, and other files (a
+// README, .git) are kept.
+func (s *Service) Export(ctx context.Context, dir string, opts ExportOptions) (int64, error) {
 	v, err := s.Latest(ctx)
 	if err != nil {
 		return 0, err
 	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		if !force {
+		if !opts.Force {
 			return 0, fmt.Errorf("exporting prompts to %s: the directory is not empty (force replaces an earlier export there)", dir)
 		}
 		for _, name := range layoutEntries {
@@ -78,6 +96,15 @@ func (s *Service) Export(ctx context.Context, dir string, force bool) (int64, er
 	for key, o := range st.Overrides {
 		files["parts/"+key+".md"] = []byte(o.Text)
 		m.Bases[key] = o.BaseSHA256
+	}
+	if opts.Defaults {
+		for _, key := range s.reg.Keys() {
+			if _, ok := st.Overrides[key]; !ok {
+				files["parts/"+key+".md"] = []byte(s.reg.Text(key))
+				m.Bases[key] = s.reg.SHA256(key)
+				m.Defaults = append(m.Defaults, key)
+			}
+		}
 	}
 	sec := st.Sections
 	files["sections/communication.md"] = []byte(sec.Communication.Text)
@@ -125,6 +152,10 @@ func mustIndent(v any) []byte {
 // dir does not contain (an override, a skill) is removed. Importing is
 // idempotent: when dir holds what the latest revision holds, nothing is
 // saved and the result is Unchanged, whatever base it names.
+//
+// Then dir's manifest names the revision saved (or the latest, which dir
+// holds) and each override's base, so the directory is edited and
+// imported again without a new export.
 func (s *Service) Import(ctx context.Context, dir string, base int64, actor string) (SaveResult, error) {
 	head, next, err := s.dirSettings(ctx, dir)
 	if err != nil {
@@ -135,13 +166,49 @@ func (s *Service) Import(ctx context.Context, dir string, base int64, actor stri
 		return SaveResult{}, err
 	}
 	if b, err := next.marshal(); err == nil && string(a) == string(b) {
-		return SaveResult{Revision: head.Revision, Unchanged: true}, nil
+		res := SaveResult{Revision: head.Revision, Unchanged: true}
+		return res, s.recordBase(dir, head)
 	}
 	p, err := s.patchFromDir(ctx, dir, base)
 	if err != nil {
 		return SaveResult{}, err
 	}
-	return s.Save(ctx, p, SaveMeta{Origin: OriginPanel, Actor: actor})
+	res, err := s.Save(ctx, p, SaveMeta{Origin: OriginPanel, Actor: actor})
+	if err != nil {
+		return res, err
+	}
+	v, err := s.Version(ctx, res.Revision)
+	if err != nil {
+		return res, fmt.Errorf("saved revision %d, but reading it back for %s: %w", res.Revision, dir, err)
+	}
+	return res, s.recordBase(dir, v)
+}
+
+// recordBase rewrites dir's manifest after an import of v: v's revision,
+// its overrides' bases, and the part files still left at their default
+// text (with the base they were written from).
+func (s *Service) recordBase(dir string, v Version) error {
+	var old Manifest
+	if err := readJSON(os.DirFS(dir), manifestFile, &old); err != nil {
+		return err
+	}
+	m := Manifest{Revision: v.Revision, Bases: map[string]string{}}
+	for key, o := range v.Settings.Overrides {
+		m.Bases[key] = o.BaseSHA256
+	}
+	for _, key := range old.Defaults {
+		if _, ok := v.Settings.Overrides[key]; ok {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "parts", filepath.FromSlash(key)+".md")); err == nil && SHA256(string(b)) == old.Bases[key] {
+			m.Bases[key] = old.Bases[key]
+			m.Defaults = append(m.Defaults, key)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, manifestFile), mustIndent(m), 0o644); err != nil {
+		return fmt.Errorf("saved revision %d, but recording it in %s: %w", v.Revision, dir, err)
+	}
+	return nil
 }
 
 // DiffDir compares the latest revision with the configuration in dir.
@@ -202,6 +269,11 @@ func (s *Service) patchFromDir(ctx context.Context, dir string, base int64) (Pat
 
 	present := map[string]bool{}
 	err = walkMarkdown(fsys, "parts", func(name string, text string) {
+		if slices.Contains(m.Defaults, name) && SHA256(text) == m.Bases[name] {
+			// A default text written to edit and left as it was: the
+			// part follows the defaults, today's and later ones.
+			return
+		}
 		present[name] = true
 		p.Overrides[name] = &OverridePatch{Text: text, Base: m.Bases[name]}
 	})

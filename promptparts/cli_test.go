@@ -21,7 +21,7 @@ func TestExportImportDiff(t *testing.T) {
 		save(t, s, `{"base_revision": 1, "overrides": {"runtime/work": {"text": "# Work\n\nOurs, with a trailing space \n"}}, "skills": {"old": "to be removed"}}`)
 
 		dir := filepath.Join(t.TempDir(), "prompts")
-		rev, err := s.Export(ctx, dir, false)
+		rev, err := s.Export(ctx, dir, ExportOptions{})
 		require.NoError(t, err)
 		require.Equal(t, int64(2), rev)
 		read := func(name string) string {
@@ -36,7 +36,7 @@ func TestExportImportDiff(t *testing.T) {
 		require.Contains(t, read("manifest.json"), `"revision": 2`)
 		require.Contains(t, read("sections/settings.json"), `"max_changed_lines": 40`)
 
-		_, err = s.Export(ctx, dir, false)
+		_, err = s.Export(ctx, dir, ExportOptions{})
 		require.ErrorContains(t, err, "not empty")
 
 		// Nothing changed: the directory equals the latest revision.
@@ -79,8 +79,9 @@ func TestExportImportDiff(t *testing.T) {
 		require.Equal(t, "# Dispatch\n\nOurs.\n", v.Settings.Overrides[KeyDispatch].Text)
 		require.Equal(t, s.reg.SHA256(KeyDispatch), v.Settings.Overrides[KeyDispatch].BaseSHA256)
 
-		// Importing the same directory again saves nothing, although its
-		// manifest names revision 2 and the head is now 4.
+		// Importing the same directory again saves nothing; the import
+		// before brought its manifest to revision 4.
+		require.Contains(t, read("manifest.json"), `"revision": 4`)
 		res, err = s.Import(ctx, dir, -1, "dave")
 		require.NoError(t, err)
 		require.Equal(t, SaveResult{Revision: 4, Unchanged: true}, res)
@@ -93,7 +94,7 @@ func TestExportImportDiff(t *testing.T) {
 		// the configuration goes, a file of the team's own stays.
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("ours"), 0o644))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "skills", "stale.md"), []byte("gone"), 0o644))
-		rev, err = s.Export(ctx, dir, true)
+		rev, err = s.Export(ctx, dir, ExportOptions{Force: true})
 		require.NoError(t, err)
 		require.Equal(t, int64(4), rev)
 		require.NoFileExists(t, filepath.Join(dir, "skills", "stale.md"))
@@ -107,5 +108,57 @@ func TestExportImportDiff(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.json"), []byte(`{"mode": "auto", "rulez": []}`), 0o644))
 		_, err = s.DiffDir(ctx, dir)
 		require.ErrorContains(t, err, `unknown field "rulez"`)
+	})
+}
+
+// An export with defaults writes every part; a default text left as it
+// was is no override on import, even once a later release changed that
+// default, so the part keeps following the defaults.
+func TestExportDefaultsStayDefaults(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s := newService(t, d, testDefaults())
+		save(t, s, `{"base_revision": 0, "overrides": {"runtime/work": {"text": "# Work\n\nOurs.\n"}}}`)
+		dir := filepath.Join(t.TempDir(), "prompts")
+		_, err := s.Export(ctx, dir, ExportOptions{Defaults: true})
+		require.NoError(t, err)
+		for _, key := range s.reg.Keys() {
+			b, err := os.ReadFile(filepath.Join(dir, "parts", key+".md"))
+			require.NoError(t, err, key)
+			if key != KeyWork {
+				require.Equal(t, s.reg.Text(key), string(b), key)
+			}
+		}
+		var m Manifest
+		require.NoError(t, readJSON(os.DirFS(dir), manifestFile, &m))
+		require.Len(t, m.Defaults, len(s.reg.Keys())-1)
+		require.NotContains(t, m.Defaults, KeyWork)
+
+		// The dispatch file as an earlier release wrote it: untouched.
+		old := "# Dispatch\n\nAn older default.\n"
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "parts", KeyDispatch+".md"), []byte(old), 0o644))
+		m.Bases[KeyDispatch] = SHA256(old)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, manifestFile), mustIndent(m), 0o644))
+		diff, err := s.DiffDir(ctx, dir)
+		require.NoError(t, err)
+		require.Empty(t, diff.Changes, "untouched defaults are no change")
+
+		// An edited default becomes an override based on that default.
+		edited := s.reg.Text(KeyDispatch) + "\nOne more line.\n"
+		m.Bases[KeyDispatch] = s.reg.SHA256(KeyDispatch)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, manifestFile), mustIndent(m), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "parts", KeyDispatch+".md"), []byte(edited), 0o644))
+		res, err := s.Import(ctx, dir, -1, "dave")
+		require.NoError(t, err)
+		v, err := s.Latest(ctx)
+		require.NoError(t, err)
+		require.Equal(t, res.Revision, v.Revision)
+		require.Equal(t, []string{KeyDispatch, KeyWork}, sortedKeys(v.Settings.Overrides))
+		require.Equal(t, s.reg.SHA256(KeyDispatch), v.Settings.Overrides[KeyDispatch].BaseSHA256)
+		require.NoError(t, readJSON(os.DirFS(dir), manifestFile, &m))
+		require.Equal(t, res.Revision, m.Revision)
+		require.Len(t, m.Defaults, len(s.reg.Keys())-2, "the edited part is no longer a default")
+		require.NotContains(t, m.Defaults, KeyDispatch)
 	})
 }

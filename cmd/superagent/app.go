@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -430,9 +431,14 @@ func (a *app) httpServer(ctx context.Context, cfg *config, stdout io.Writer) (*h
 	if a.feishu != nil {
 		chats, feishuSignIn = a.webhooks, a.feishu
 	}
+	var githubBot string
+	if a.github != nil {
+		githubBot = cmp.Or(cfg.GitHubAppSlug, "superagent")
+	}
 	panel, err := admin.New(admin.Config{Token: token, Jobs: jobs, Logger: a.logger, SecureCookie: cfg.SecureCookie,
 		OAuth: a.oauth, PublicURL: cfg.PublicURL, AdminGitHubLogins: cfg.AdminGitHubLogins,
-		TicketBudget: tickets.Budget{Tokens: cfg.TicketBudget, Cost: cfg.TicketCostBudget}}, a.db, a.prompts, admin.Deps{
+		TicketBudget: tickets.Budget{Tokens: cfg.TicketBudget, Cost: cfg.TicketCostBudget},
+		GitHubBot:    githubBot, Feishu: a.feishu != nil}, a.db, a.prompts, admin.Deps{
 		Tickets:      a.tickets,
 		Sessions:     a.sessions,
 		Pauser:       a.pauser(),

@@ -164,8 +164,20 @@ func TestFeishuStatusCardFollowsTheTicket(t *testing.T) {
 		// The requester's press stops it; the card then offers Continue.
 		toast = press(t, p, fs, "requester-stop", card.ID, cardRequester, id, "stop", 3)
 		require.Equal(t, "info", toast.Type)
-		card = waitCard("om_cardrequest_a", "the card to show the stop", has("stopped by feishu:"+cardRequester, `"action":"continue"`))
+		// The card and the acknowledgement name the requester as Feishu's
+		// contact API does; the record keeps the open_id.
+		card = waitCard("om_cardrequest_a", "the card to show the stop", has(`"content":"State\nstopped by Rita"`, `"action":"continue"`))
 		require.NotContains(t, card.Content, `"action":"stop"`)
+		require.NotContains(t, card.Content, cardRequester)
+		waitFor(t, time.Minute, "the stop to be acknowledged", func() bool {
+			for _, m := range fs.Messages() {
+				if strings.Contains(m.Content, fmt.Sprintf("Stopped ticket %d (Fix the login page typo) at Rita's word", id)) {
+					require.NotContains(t, m.Content, cardRequester)
+					return true
+				}
+			}
+			return false
+		})
 		require.Greater(t, card.Patches, patches)
 		_, state = ticketState("Fix the login page typo")
 		require.Equal(t, "cancelled", state)

@@ -19,10 +19,14 @@ import (
 )
 
 const promptsUsage = `Usage:
-  superagent prompts export [-force] DIR     write the latest configuration to DIR
-                                             (-force: replace an earlier export in a non-empty DIR)
+  superagent prompts export [-force] [-defaults] DIR
+                                             write the latest configuration to DIR
+                                             (-force: replace an earlier export in a non-empty DIR;
+                                             -defaults: also write every part not overridden, with
+                                             today's default text, to edit)
   superagent prompts import [-base N] DIR    save DIR as one new version (base: DIR's manifest
-                                             revision); nothing is saved when DIR holds the latest
+                                             revision); nothing is saved when DIR holds the latest;
+                                             DIR's manifest then names the revision saved
   superagent prompts diff DIR                unified diff from the latest revision to DIR
   superagent prompts diff -from A -to B      unified diff between two revisions
   superagent prompts try -dir DIR (-request ID,… | -last N [-role executor|main]) [-no-model]
@@ -87,17 +91,23 @@ func promptsSave(ctx context.Context, cfg *config, name string, args []string, s
 	fs := flags(name, stderr)
 	base := fs.Int64("base", -1, "base revision for import (default: the revision in DIR's manifest)")
 	force := fs.Bool("force", false, "export into a non-empty DIR, replacing an earlier export there")
+	defaults := fs.Bool("defaults", false, "export: also write every part that is not overridden, with today's default text")
 	if fs.Parse(args) != nil || fs.NArg() != 1 {
 		return errUsage
 	}
 	dir := fs.Arg(0)
 	return withPrompts(ctx, cfg, stderr, func(_ *db.DB, svc *promptparts.Service) error {
 		if name == "export" {
-			rev, err := svc.Export(ctx, dir, *force)
+			rev, err := svc.Export(ctx, dir, promptparts.ExportOptions{Force: *force, Defaults: *defaults})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "exported revision %d to %s\n", rev, dir)
+			if !*defaults {
+				if v, err := svc.Latest(ctx); err == nil && len(v.Settings.Overrides) == 0 {
+					fmt.Fprintln(stdout, "no part is overridden, so parts/ is empty; -defaults writes today's default texts there to edit")
+				}
+			}
 			return nil
 		}
 		res, err := svc.Import(ctx, dir, *base, cliActor())

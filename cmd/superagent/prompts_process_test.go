@@ -119,6 +119,70 @@ func TestPromptsTry(t *testing.T) {
 	})
 }
 
+// The loop a team runs on a fresh install: export with today's default
+// texts, edit a part, import, edit it again, import again — through the
+// binary, without a new export in between. The untouched default texts
+// stay no override.
+func TestPromptsExportImportTwice(t *testing.T) {
+	t.Parallel()
+	databases(t, func(t *testing.T, url string) {
+		runCmd := commandRunner(map[string]string{"SUPERAGENT_DATABASE_URL": url, "SUPERAGENT_DATA_DIR": t.TempDir()})
+		read := func(path string) string {
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			return string(b)
+		}
+
+		// Without -defaults a fresh install has no part to edit, and says
+		// how to get them.
+		bare := filepath.Join(t.TempDir(), "bare")
+		code, out, stderr := runCmd("prompts", "export", bare)
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, out, "no part is overridden, so parts/ is empty; -defaults writes today's default texts there to edit")
+		require.NoDirExists(t, filepath.Join(bare, "parts"))
+
+		dir := filepath.Join(t.TempDir(), "prompts")
+		code, out, stderr = runCmd("prompts", "export", "-defaults", dir)
+		require.Equal(t, 0, code, stderr)
+		require.Equal(t, "exported revision 0 to "+dir+"\n", out)
+		work := filepath.Join(dir, "parts", "runtime", "work.md")
+		def := read("../../promptparts/defaults/runtime/work.md")
+		require.Equal(t, def, read(work), "today's default text, to edit")
+		require.Equal(t, read("../../promptparts/defaults/skill/github.md"), read(filepath.Join(dir, "parts", "skill", "github.md")))
+
+		// Importing the untouched export changes nothing.
+		code, out, stderr = runCmd("prompts", "import", dir)
+		require.Equal(t, 0, code, stderr)
+		require.Equal(t, "nothing changed; the latest revision is still 0\n", out)
+
+		require.NoError(t, os.WriteFile(work, []byte(def+"\nAlways run the tests named in the issue.\n"), 0o644))
+		code, out, stderr = runCmd("prompts", "import", dir)
+		require.Equal(t, 0, code, stderr)
+		require.Equal(t, "saved revision 1\n", out)
+		require.Contains(t, read(filepath.Join(dir, "manifest.json")), `"revision": 1`, "the folder now builds on what it saved")
+
+		require.NoError(t, os.WriteFile(work, []byte(def+"\nAlways run the tests named in the issue, twice.\n"), 0o644))
+		code, out, stderr = runCmd("prompts", "import", dir)
+		require.Equal(t, 0, code, stderr)
+		require.Equal(t, "saved revision 2\n", out)
+
+		// Only the edited part is an override: the diff between the
+		// revisions and from the folder says so.
+		code, out, stderr = runCmd("prompts", "diff", "-from", "0", "-to", "2")
+		require.Equal(t, 1, code, stderr)
+		require.Equal(t, 1, strings.Count(out, "--- a/"), out)
+		require.Contains(t, out, "--- a/runtime/work\trevision 0\n")
+		require.Contains(t, out, "+Always run the tests named in the issue, twice.\n")
+		code, out, stderr = runCmd("prompts", "diff", dir)
+		require.Equal(t, 0, code, stderr+out)
+
+		// Importing the same folder again saves nothing.
+		code, out, stderr = runCmd("prompts", "import", dir)
+		require.Equal(t, 0, code, stderr)
+		require.Equal(t, "nothing changed; the latest revision is still 2\n", out)
+	})
+}
+
 // commandRunner runs the binary with only env (and PATH) and returns its
 // exit code, stdout and stderr.
 func commandRunner(env map[string]string) func(args ...string) (int, string, string) {
