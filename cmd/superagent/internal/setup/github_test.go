@@ -147,7 +147,7 @@ func TestGitHubManifestFlow(t *testing.T) {
 	require.Equal(t, "acme", gh.Manifest().Org)
 	var exchanged int
 	for _, r := range gh.Requests() {
-		if r.Method == "POST" && strings.HasPrefix(r.Path, "/app-manifests/") {
+		if r.Method == http.MethodPost && strings.HasPrefix(r.Path, "/app-manifests/") {
 			exchanged++
 		}
 	}
