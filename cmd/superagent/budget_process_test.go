@@ -108,6 +108,6 @@ FROM sessions WHERE ticket_id = 1 AND id = (SELECT MIN(id) FROM sessions WHERE t
 			return false
 		})
 		page := panelPage(t, "http://"+p.addr, token, "/admin/tickets/1")
-		require.Contains(t, page, "given by github:Codertocat")
+		require.Contains(t, page, "given by @Codertocat")
 	})
 }

@@ -110,7 +110,7 @@ func TestPleaseContinueAfterALimit(t *testing.T) {
 				break
 			}
 		}
-		require.Contains(t, handoff, "github:Codertocat asked to continue ticket 1")
+		require.Contains(t, handoff, "@Codertocat asked to continue ticket 1")
 		require.Contains(t, handoff, "max_steps")
 		require.Contains(t, handoff, "Please continue.")
 		require.Contains(t, p.stderr.String(), "a person's message continues a ticket stopped at a limit")

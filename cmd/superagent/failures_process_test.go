@@ -93,7 +93,20 @@ func TestFailuresAreSeenWhereOperatorsLook(t *testing.T) {
 			Failure      string    `json:"failure"`
 			FailingSince time.Time `json:"failing_since"`
 		}
-		getJSON(t, base+"/api/connections", token, &conns)
+		// The WARN line is written as the failure is recorded; the record's
+		// commit may land a moment later on a busy PostgreSQL, so read
+		// until the model shows as failing (or the deadline passes).
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			conns = conns[:0]
+			getJSON(t, base+"/api/connections", token, &conns)
+			failing := false
+			for _, c := range conns {
+				failing = failing || (c.Kind == "model" && !c.Healthy)
+			}
+			if failing || time.Now().After(deadline) {
+				break
+			}
+		}
 		var sawModel bool
 		for _, c := range conns {
 			if c.Kind == "model" {
