@@ -142,9 +142,19 @@ func readPayload(name string) ([]byte, error) {
 // serviceURL is the base URL of the service listening on addr; a host
 // left out or 0.0.0.0 means this machine.
 func serviceURL(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
+	base, err := baseURL(addr)
 	if err != nil {
 		return "", fmt.Errorf("SUPERAGENT_ADDR %q: want host:port or :port, or give -url", addr)
+	}
+	return base, nil
+}
+
+// baseURL is http:// and a listen address, its wildcard or missing host
+// replaced by the loopback interface.
+func baseURL(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
 	}
 	switch host {
 	case "", "0.0.0.0":

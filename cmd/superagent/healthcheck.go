@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -41,19 +40,13 @@ func healthcheck(args []string, getenv func(string) string, _, stderr io.Writer)
 }
 
 // localURL is the /readyz URL of a listen address: a host left out, or a
-// wildcard, is the loopback interface.
+// wildcard, is the loopback interface (serviceURL).
 func localURL(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
+	base, err := baseURL(addr)
 	if err != nil {
 		return "", fmt.Errorf("address %q: want host:port or :port", addr)
 	}
-	switch host {
-	case "", "0.0.0.0":
-		host = "127.0.0.1"
-	case "::":
-		host = "::1"
-	}
-	return "http://" + net.JoinHostPort(host, port) + "/readyz", nil
+	return base + "/readyz", nil
 }
 
 func ready(ctx context.Context, url string) error {
